@@ -1,0 +1,55 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "baton",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "baton", targets: ["baton"]),
+        .library(name: "BatonCore", targets: ["BatonCore"]),
+        .library(name: "BatonLua", targets: ["BatonLua"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // Debian's liblua5.4 (apt liblua5.4-dev), found through pkg-config.
+        .systemLibrary(
+            name: "CLua",
+            pkgConfig: "lua5.4",
+            providers: [.apt(["liblua5.4-dev"]), .brew(["lua"])]
+        ),
+        // Everything that may raise a Lua error or yield lives here, in C, so no longjmp
+        // ever crosses a Swift frame.
+        .target(name: "CLuaShim", dependencies: ["CLua"]),
+        .target(name: "BatonCore"),
+        .target(
+            name: "BatonLua",
+            dependencies: [
+                "CLuaShim", "BatonCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "baton",
+            dependencies: [
+                "BatonLua", "BatonCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Measures the runtime's hot paths for scripts/bench; not installed.
+        .executableTarget(
+            name: "baton-bench",
+            dependencies: ["BatonLua", "BatonCore", "CLuaShim"]
+        ),
+        .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
+        .testTarget(name: "BatonLuaTests", dependencies: ["BatonLua", "BatonCore"]),
+        .testTarget(name: "BatonCLITests", dependencies: ["BatonCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,198 @@
+import BatonCore
+import CLuaShim
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+extension LuaRuntime {
+    /// `baton.json.encode`, `baton.json.decode` and `baton.json.null`.
+    func installJSON(module m: Int32) {
+        let lua = state
+        lua.newTable()
+        let json = lua.top
+
+        // null: a unique userdata that prints as "null".
+        _ = baton_newuserdata(lua.pointer, 0, 0)
+        luaL_newmetatable(lua.pointer, ValueTypeName.null)
+        metatables.null = lua.toPointer(at: -1)
+        lua.push("null")
+        pushFunction(named: "json.null.__tostring") { call in
+            call.lua.push("null")
+            return .values(1)
+        }
+        lua.rawSet(-3)
+        lua.setMetatable(-2)
+        lua.pushValue(at: -1)
+        nullRef = lua.ref()
+        lua.rawSet(json, field: "null")
+
+        register("encode", in: json, qualifier: "baton.json") { call in
+            let lua = call.lua
+            var pretty = false
+            if lua.type(at: 2) == .table {
+                lua.rawGet(2, field: "pretty")
+                pretty = lua.toBool(at: -1)
+                lua.pop()
+            } else if !call.isNoneOrNil(2) {
+                throw call.argumentError(2, "options table expected, got \(lua.typeName(at: 2))")
+            }
+            if lua.type(at: 1) == .none { throw call.argumentError(1, "value expected") }
+            var reader = JSONReader(lua: lua, metatables: call.runtime.metatables)
+            let document: JSON
+            do { document = try reader.read(1) } catch {
+                throw HostError.message("baton.json.encode: \(String(describing: error))")
+            }
+            lua.push(document.serialized(pretty: pretty, sortKeys: true))
+            return .values(1)
+        }
+
+        register("decode", in: json, qualifier: "baton.json") { call in
+            let lua = call.lua
+            guard lua.type(at: 1) == .string else {
+                throw call.argumentError(1, "string expected, got \(lua.typeName(at: 1))")
+            }
+            var len = 0
+            let p = baton_tostring(lua.pointer, 1, &len)!
+            let document: JSON
+            do {
+                document = try JSON.parse(UnsafeRawBufferPointer(start: p, count: len))
+            } catch {
+                throw HostError.message("baton.json.decode: \(String(describing: error))")
+            }
+            guard call.runtime.push(document, on: lua) else {
+                throw HostError.message("baton.json.decode: nested too deeply")
+            }
+            return .values(1)
+        }
+        lua.rawSet(m, field: "json")
+    }
+
+    /// Pushes a JSON document: objects as tables, arrays as `baton.array` tables, null as
+    /// `baton.json.null`. False (nothing pushed) when the nesting is too deep for the stack.
+    func push(_ document: JSON, on lua: LuaState) -> Bool {
+        switch document {
+        case .null: lua.pushRef(nullRef)
+        case .bool(let b): lua.push(b)
+        case .int(let i): lua.push(i)
+        case .double(let d): lua.push(d)
+        case .string(let s): lua.push(s)
+        case .array(let elements):
+            guard lua.checkStack(4) else { return false }
+            lua.newTable(arrayCount: Int32(clamping: elements.count))
+            for (i, e) in elements.enumerated() {
+                guard push(e, on: lua) else { lua.pop(); return false }
+                lua.rawSet(-2, index: i + 1)
+            }
+            lua.pushMetatable(named: ValueTypeName.array)
+            lua.setMetatable(-2)
+        case .object(let members):
+            guard lua.checkStack(4) else { return false }
+            lua.newTable(recordCount: Int32(clamping: members.count))
+            for member in members {
+                lua.push(member.key)
+                guard push(member.value, on: lua) else { lua.pop(2); return false }
+                lua.rawSet(-3)
+            }
+        }
+        return true
+    }
+}
+
+/// Lua → ``JSON``: like ``ValueReader`` but arrays may mix kinds, `baton.json.null` is null,
+/// and NaN or infinities are refused (JSON cannot write them).
+struct JSONReader {
+    let lua: LuaState
+    let metatables: LuaRuntime.Metatables
+    var path = "value"
+    var visiting: [UnsafeRawPointer] = []
+    static let maxDepth = 256
+
+    init(lua: LuaState, metatables: LuaRuntime.Metatables) {
+        self.lua = lua
+        self.metatables = metatables
+    }
+
+    func error(_ reason: String) -> ValueError { ValueError(path: path, reason: reason) }
+
+    mutating func read(_ idx: Int32) throws(ValueError) -> JSON {
+        let idx = lua.absolute(idx)
+        switch lua.type(at: idx) {
+        case .string:
+            return .string(lua.toString(at: idx)!)
+        case .number:
+            if lua.isInteger(at: idx) { return .int(lua.toInteger(at: idx)!) }
+            let d = lua.toNumber(at: idx)!
+            if d.isNaN { throw error("NaN cannot be written as JSON") }
+            if d.isInfinite { throw error("infinity cannot be written as JSON") }
+            return .double(d)
+        case .boolean:
+            return .bool(lua.toBool(at: idx))
+        case .table:
+            return try readTable(idx)
+        case .userdata:
+            var mt: UnsafeRawPointer?
+            if lua_getmetatable(lua.pointer, idx) != 0 {
+                mt = lua.toPointer(at: -1)
+                lua.pop()
+            }
+            let p = lua.toUserdata(at: idx)
+            if mt == metatables.null { return .null }
+            if mt == metatables.date, let p {
+                return .string(ISO8601.format(Date(timeIntervalSince1970: p.load(as: Double.self))))
+            }
+            if mt == metatables.uuid, let p { return .string(LuaRuntime.uuid(at: p).uuidString.lowercased()) }
+            if mt == metatables.bytes {
+                LuaRuntime.pushBytesString(lua, at: idx)
+                defer { lua.pop() }
+                return .string(Base64.encode(lua.toBytes(at: -1) ?? []))
+            }
+            throw error("cannot encode a \(lua.typeName(at: idx))")
+        case .nil, .none:
+            return .null
+        default:
+            throw error("cannot encode a \(lua.typeName(at: idx))")
+        }
+    }
+
+    private mutating func readTable(_ t: Int32) throws(ValueError) -> JSON {
+        let ptr = lua.toPointer(at: t)!
+        if visiting.contains(ptr) { throw error("cycle: the table contains itself") }
+        if visiting.count >= Self.maxDepth { throw error("nested deeper than \(Self.maxDepth) levels") }
+        guard lua.checkStack(6) else { throw error("nested too deeply") }
+        visiting.append(ptr)
+        defer { visiting.removeLast() }
+        var marked = false
+        if lua_getmetatable(lua.pointer, t) != 0 {
+            marked = lua.toPointer(at: -1) == metatables.array
+            lua.pop()
+        }
+        let base = path
+        defer { path = base }
+        switch lua.tableShape(at: t, markedArray: marked) {
+        case .failure(let shape):
+            throw error(shape.reason)
+        case .success(.array(let count)):
+            var elements: [JSON] = []
+            elements.reserveCapacity(count)
+            for i in stride(from: 1, through: count, by: 1) {
+                _ = lua.rawGet(t, index: i)
+                path = ValuePath.element(base, i)
+                elements.append(try read(lua.top))
+                lua.pop()
+            }
+            return .array(elements)
+        case .success(.dictionary):
+            var members: [JSON.Member] = []
+            lua.pushNil()
+            while lua.next(t) {
+                let key = lua.toString(at: -2)!
+                path = ValuePath.member(base, key)
+                members.append(JSON.Member(key, try read(lua.top)))
+                lua.pop()
+            }
+            return .object(members)
+        }
+    }
+}

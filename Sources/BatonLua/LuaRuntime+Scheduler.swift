@@ -1,0 +1,260 @@
+import CLuaShim
+import NIOCore
+
+extension LuaRuntime {
+    // MARK: tasks
+
+    /// Makes a task around a new coroutine; the caller puts the function (and arguments) on
+    /// its stack and enqueues it.
+    func makeTask(origin: LuaTask.Origin) -> LuaTask {
+        let co = lua_newthread(state.pointer)!
+        let ref = state.ref()
+        let task = LuaTask(id: nextTaskID, origin: origin, thread: LuaState(co), threadRef: ref)
+        nextTaskID += 1
+        tasks[task.id] = task
+        return task
+    }
+
+    /// Queues `task` to be resumed with the `nargs` values on top of its stack.
+    func enqueue(_ task: LuaTask, nargs: Int32) {
+        ready.append((task, nargs))
+        scheduleDrain()
+    }
+
+    func scheduleDrain() {
+        guard !drainScheduled, !finished else { return }
+        drainScheduled = true
+        eventLoop.execute { self.drain() }
+    }
+
+    /// Runs ready tasks; after a batch, lets the loop serve I/O and timers before going on.
+    private func drain() {
+        drainScheduled = false
+        var budget = 4096
+        while !finished, let next = ready.popFirst() {
+            resume(next.task, nargs: next.nargs)
+            budget -= 1
+            if budget == 0 {
+                if !ready.isEmpty { scheduleDrain() }
+                return
+            }
+        }
+        endIfIdle()
+    }
+
+    /// DESIGN rule 5: the run ends when nothing is left that can fire.
+    private func endIfIdle() {
+        guard !finished, ready.isEmpty, pendingWaits == 0, timers.isEmpty, keepAliveCount == 0 else { return }
+        if tasks.isEmpty {
+            finish(failed ? .failed : .completed)
+        } else {
+            // Tasks remain, all blocked in :wait() on one another, and nothing can wake them.
+            let ids = tasks.keys.sorted().map { $0 == 1 ? "main" : "task \($0)" }
+            options.reportFailure(ScriptFailure(
+                message: "deadlock: \(ids.joined(separator: ", ")) wait for each other and nothing else can wake them",
+                traceback: "", context: nil))
+            finish(.failed)
+        }
+    }
+
+    private func resume(_ task: LuaTask, nargs: Int32) {
+        let co = task.thread
+        current = task
+        var nres: Int32 = 0
+        let status = baton_resume(co.pointer, state.pointer, nargs, &nres)
+        current = nil
+        if let code = exitCode {
+            finish(.exited(code))
+            return
+        }
+        if limits.pointee.timed_out != 0, let timeout = options.timeout {
+            finish(.timedOut(timeout))
+            return
+        }
+        switch status {
+        case LUA_YIELD:
+            let waiting = nres == 1 && co.type(at: -1) == .lightUserdata && co.toUserdata(at: -1) == baton_wait_sentinel()
+            co.pop(nres)
+            if waiting {
+                if let early = task.earlyWake {
+                    task.earlyWake = nil
+                    enqueue(task, nargs: early(co))
+                }
+            } else {
+                // A plain coroutine.yield() in a task: let the others run, then go on.
+                enqueue(task, nargs: 0)
+            }
+        case LUA_OK:
+            complete(task, results: nres)
+        default:
+            fail(task)
+        }
+    }
+
+    private func complete(_ task: LuaTask, results n: Int32) {
+        let co = task.thread
+        if let handle = task.handleRef, co.checkStack(4) {
+            // Keep the results in the handle, for :wait() calls now and later.
+            co.newTable(arrayCount: n, recordCount: 1)
+            for i in 0..<n {
+                co.pushValue(at: -1 - n + i)
+                co.rawSet(-2, index: Int(i) + 1)
+            }
+            co.push(Int(n))
+            co.rawSet(-2, field: "n")
+            storeOutcome(handle: handle, on: co, state: TaskHandle.done)
+        }
+        co.pop(n)
+        retire(task)
+    }
+
+    private func fail(_ task: LuaTask) {
+        let co = task.thread
+        failed = true
+        report(task: task)
+        if let handle = task.handleRef {
+            storeOutcome(handle: handle, on: co, state: TaskHandle.failed)
+        }
+        co.setTop(0)
+        retire(task)
+        if case .main = task.origin {
+            finish(.failed)
+        }
+    }
+
+    /// Moves the value on top of `co` (results table or error) into the task's handle.
+    private func storeOutcome(handle: Int32, on co: LuaState, state taskState: Int64) {
+        co.pushRef(handle)
+        co.pushValue(at: -2)
+        lua_setiuservalue(co.pointer, -2, 1)
+        co.toUserdata(at: -1)!.storeBytes(of: taskState, toByteOffset: 8, as: Int64.self)
+        co.pop(2)
+    }
+
+    private func retire(_ task: LuaTask) {
+        tasks[task.id] = nil
+        state.unref(task.threadRef)
+        if let handle = task.handleRef {
+            for waiter in task.waiters { wakeWaiter(waiter, handle: handle) }
+            state.unref(handle)
+            task.handleRef = nil
+        }
+        task.waiters = []
+    }
+
+    /// Resumes a task blocked in `:wait()` with the outcome stored in the handle.
+    private func wakeWaiter(_ waiter: LuaTask, handle: Int32) {
+        guard waiter.waitToken != 0 else { return }
+        let s = Suspension(task: waiter, token: waiter.waitToken)
+        resume(s) { lua in
+            lua.pushRef(handle)
+            let n = TaskHandle.pushOutcome(lua, handle: -1)
+            baton_remove(lua.pointer, -1 - n)
+            return n
+        }
+    }
+
+    private func report(task: LuaTask) {
+        let co = task.thread
+        let message = co.describe(at: -1)
+        luaL_traceback(state.pointer, co.pointer, nil, 0)
+        let traceback = state.toString(at: -1) ?? ""
+        state.pop()
+        options.reportFailure(ScriptFailure(message: message, traceback: traceback, context: task.context))
+    }
+
+    // MARK: waiting on the host
+
+    /// Suspends the task that called the running host function. Return `.wait` right after,
+    /// and resume the task later, once, with ``resume(_:push:)``.
+    public func suspendCurrentTask(_ call: HostCall) throws -> Suspension {
+        guard call.lua.isYieldable, let task = current else {
+            throw HostError.message("\(call.name) cannot wait here: it was called where Lua cannot yield "
+                + "(inside a metamethod, an iterator or a C function such as table.sort)")
+        }
+        let token = nextToken
+        nextToken += 1
+        task.waitToken = token
+        pendingWaits += 1
+        return Suspension(task: task, token: token)
+    }
+
+    /// Resumes a suspended task on the loop: `push` puts the resume values on the task's stack
+    /// and returns how many: `true, results...` to return results, `false, err` to raise err
+    /// as it is, or `1, message` to raise message with the call's position. Stale or repeated
+    /// resumptions are ignored.
+    public func resume(_ suspension: Suspension, push: @escaping (LuaState) -> Int32) {
+        eventLoop.preconditionInEventLoop()
+        let task = suspension.task
+        guard !finished, task.waitToken == suspension.token else { return }
+        task.waitToken = 0
+        pendingWaits -= 1
+        if task === current {
+            // Finished before the task even yielded: apply once it has.
+            task.earlyWake = push
+        } else {
+            guard task.thread.checkStack(8) else { return }
+            enqueue(task, nargs: push(task.thread))
+        }
+    }
+
+    /// Resumes with `true` and no results.
+    public func resume(_ suspension: Suspension) {
+        resume(suspension) { lua in
+            lua.push(true)
+            return 1
+        }
+    }
+
+    /// Resumes by raising `message` at the call site (`script.lua:3: message`).
+    public func resume(_ suspension: Suspension, raising message: String) {
+        resume(suspension) { lua in
+            lua.push(1)
+            lua.push(message)
+            return 2
+        }
+    }
+
+    /// Abandons the current task's wait (the wait could not reach the scheduler).
+    func abandonWait(of task: LuaTask) {
+        guard task.waitToken != 0 || task.earlyWake != nil else { return }
+        if task.waitToken != 0 { pendingWaits -= 1 }
+        task.waitToken = 0
+        task.earlyWake = nil
+        scheduleDrain()
+    }
+
+    // MARK: convenience for asynchronous host work
+
+    /// Waits for `future` in the calling task: `deliver` pushes the value's results on the
+    /// loop; a failed future raises its error at the call site.
+    public func wait<T: Sendable>(
+        _ call: HostCall, for future: EventLoopFuture<T>,
+        deliver: @escaping (T, LuaState) -> Int32
+    ) throws -> HostResult {
+        let s = try suspendCurrentTask(call)
+        let deliver = NIOLoopBound(deliver, eventLoop: eventLoop)
+        future.hop(to: eventLoop).whenComplete { [self] result in
+            switch result {
+            case .success(let value):
+                resume(s) { lua in
+                    lua.push(true)
+                    return 1 + deliver.value(value, lua)
+                }
+            case .failure(let error):
+                resume(s, raising: String(describing: error))
+            }
+        }
+        return .wait
+    }
+
+    /// Waits for Swift async `work` in the calling task, as ``wait(_:for:deliver:)``.
+    public func wait<T: Sendable>(
+        _ call: HostCall, for work: @escaping @Sendable () async throws -> T,
+        deliver: @escaping (T, LuaState) -> Int32
+    ) throws -> HostResult {
+        let promise = eventLoop.makePromise(of: T.self)
+        promise.completeWithTask(work)
+        return try wait(call, for: promise.futureResult, deliver: deliver)
+    }
+}

@@ -1,0 +1,211 @@
+import BatonCore
+import CLuaShim
+import Logging
+import NIOCore
+
+/// One script's Lua state and the scheduler that runs its tasks.
+///
+/// Everything about a runtime happens on its `eventLoop`: the state is touched from that one
+/// thread only (DESIGN rule 2). The main chunk and every spawned function or timer callback runs
+/// as a coroutine; a host function that waits yields its coroutine, and the host resumes it on
+/// the loop when the work is done. Create one with ``run(_:arguments:options:on:configure:)``.
+public final class LuaRuntime: @unchecked Sendable {
+    /// The loop that owns the state.
+    public let eventLoop: any EventLoop
+    /// The main thread of the state (never runs script code itself).
+    public let state: LuaState
+    let options: RuntimeOptions
+    var logger: Logger { options.logger }
+    let limits: UnsafeMutablePointer<baton_runtime>
+
+    var boxes: [HostFunctionBox] = []
+    var tasks: [Int: LuaTask] = [:]
+    var nextTaskID = 1
+    var nextToken: UInt64 = 1
+    var ready = CircularBuffer<(task: LuaTask, nargs: Int32)>(initialCapacity: 16)
+    var drainScheduled = false
+    var pendingWaits = 0
+    var timers: [Int: LuaTimer] = [:]
+    var nextTimerID = 1
+    var keepAliveCount = 0
+    var current: LuaTask?
+    var failed = false
+    var exitCode: Int32?
+    var finished = false
+    var deadline: Scheduled<Void>?
+    let promise: EventLoopPromise<RunOutcome>
+    /// Metatables' addresses, to recognise Baton's own userdata quickly.
+    var metatables = Metatables()
+    /// Registry reference of `baton.json.null`.
+    var nullRef: Int32 = 0
+
+    struct Metatables {
+        var array: UnsafeRawPointer?
+        var date: UnsafeRawPointer?
+        var uuid: UnsafeRawPointer?
+        var bytes: UnsafeRawPointer?
+        var null: UnsafeRawPointer?
+    }
+
+    init(options: RuntimeOptions, eventLoop: any EventLoop) throws {
+        HostDispatch.installed
+        self.options = options
+        self.eventLoop = eventLoop
+        self.promise = eventLoop.makePromise()
+        limits = .allocate(capacity: 1)
+        limits.initialize(to: baton_runtime())
+        if let max = options.maxMemory { limits.pointee.limit = max }
+        if let timeout = options.timeout {
+            let ns = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+            limits.pointee.deadline_ns = baton_monotonic_ns() + ns
+            let message = "timeout after \(DurationText.format(timeout))"
+            withUnsafeMutableBytes(of: &limits.pointee.stop_message) { buf in
+                let bytes = Array(message.utf8.prefix(buf.count - 1)) + [0]
+                buf.copyBytes(from: bytes)
+            }
+        }
+        guard let L = baton_newstate(limits) else {
+            limits.deallocate()
+            throw HostError.message("cannot create a Lua state")
+        }
+        state = LuaState(L)
+        luaL_openlibs(L)
+    }
+
+    deinit {
+        limits.deallocate()
+    }
+
+    /// Loads and runs a script to its end on `loop`.
+    ///
+    /// `arguments` become the script's `...` and `arg[1...]`; `arg[0]` is the script's name.
+    /// `configure` runs on the loop before the script starts, to register more host functions.
+    /// The future succeeds with the outcome; uncaught errors go to `options.reportFailure`.
+    public static func run(
+        _ source: ScriptSource,
+        arguments: [String] = [],
+        options: RuntimeOptions = RuntimeOptions(),
+        on loop: any EventLoop,
+        configure: @escaping @Sendable (LuaRuntime) throws -> Void = { _ in }
+    ) -> EventLoopFuture<RunOutcome> {
+        loop.flatSubmit {
+            do {
+                let runtime = try LuaRuntime(options: options, eventLoop: loop)
+                try runtime.installBatonModule()
+                try configure(runtime)
+                return runtime.start(source, arguments: arguments)
+            } catch {
+                return loop.makeFailedFuture(error)
+            }
+        }
+    }
+
+    // MARK: starting
+
+    func start(_ source: ScriptSource, arguments: [String]) -> EventLoopFuture<RunOutcome> {
+        let lua = state
+        let status: Int32
+        let name: String
+        switch source {
+        case .file(let path):
+            name = path
+            status = baton_loadfile(lua.pointer, path)
+        case .string(let code, let chunkName):
+            name = chunkName
+            var code = code
+            status = code.withUTF8 { buf in
+                buf.withMemoryRebound(to: CChar.self) { baton_loadbuffer(lua.pointer, $0.baseAddress, $0.count, "=" + chunkName) }
+            }
+        case .standardInput:
+            name = "-"
+            status = baton_loadfile(lua.pointer, nil)
+        }
+        guard status == LUA_OK else {
+            let message = lua.toString(at: -1) ?? "cannot load \(name)"
+            lua.pop()
+            finish(.invalidScript(message))
+            return promise.futureResult
+        }
+        setArgTable(scriptName: name, arguments: arguments)
+
+        // The main chunk runs as a coroutine, like every task.
+        let task = makeTask(origin: .main)
+        let chunk = lua.top
+        lua.pushValue(at: chunk)
+        lua_xmove(lua.pointer, task.thread.pointer, 1)
+        lua.pop()
+        for a in arguments { task.thread.push(a) }
+        enqueue(task, nargs: Int32(arguments.count))
+
+        if let timeout = options.timeout {
+            deadline = eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000
+                + timeout.components.attoseconds / 1_000_000_000)) { [self] in
+                guard !finished else { return }
+                limits.pointee.timed_out = 1
+                finish(.timedOut(timeout))
+            }
+        }
+        return promise.futureResult
+    }
+
+    private func setArgTable(scriptName: String, arguments: [String]) {
+        let lua = state
+        lua.newTable(arrayCount: Int32(arguments.count), recordCount: 1)
+        lua.push(scriptName)
+        lua.rawSet(-2, index: 0)
+        for (i, a) in arguments.enumerated() {
+            lua.push(a)
+            lua.rawSet(-2, index: i + 1)
+        }
+        lua_setglobal(lua.pointer, "arg")
+    }
+
+    // MARK: registering host functions
+
+    /// Pushes a Lua function that runs `body`.
+    public func pushFunction(named name: String, _ body: @escaping HostBody) {
+        let box = HostFunctionBox(name: name, body: body, runtime: self)
+        boxes.append(box)
+        baton_push_host_function(state.pointer, Unmanaged.passUnretained(box).toOpaque())
+    }
+
+    /// Sets `table[field]` (the table at `index` of the main state) to a host function; the
+    /// function's name in messages is `qualifier.field`.
+    public func register(_ field: String, in index: Int32, qualifier: String, _ body: @escaping HostBody) {
+        let t = state.absolute(index)
+        pushFunction(named: qualifier.isEmpty ? field : "\(qualifier).\(field)", body)
+        state.rawSet(t, field: field)
+    }
+
+    /// Keeps the run alive (an open channel, a running watcher) until ``releaseKeepAlive()``.
+    public func retainKeepAlive() { keepAliveCount += 1 }
+
+    /// Balances ``retainKeepAlive()``; the run may end once nothing else is pending.
+    public func releaseKeepAlive() {
+        keepAliveCount -= 1
+        scheduleDrain()
+    }
+
+    // MARK: ending
+
+    func finish(_ outcome: RunOutcome) {
+        guard !finished else { return }
+        finished = true
+        limits.pointee.stopping = 1
+        deadline?.cancel()
+        for timer in timers.values { timer.scheduled?.cancel() }
+        timers.removeAll()
+        ready.removeAll()
+        promise.succeed(outcome)
+        // Close once the current call stack has unwound.
+        eventLoop.execute { self.close() }
+    }
+
+    private var closed = false
+    private func close() {
+        guard !closed else { return }
+        closed = true
+        tasks.removeAll()
+        lua_close(state.pointer)
+    }
+}

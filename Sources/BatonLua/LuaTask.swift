@@ -1,0 +1,45 @@
+/// One coroutine the scheduler runs: the main chunk, a spawned function, a timer's callback.
+/// Confined to the runtime's event loop.
+final class LuaTask: @unchecked Sendable {
+    enum Origin {
+        case main
+        case spawned(at: String)
+        case timer(id: Int, at: String)
+    }
+
+    let id: Int
+    let origin: Origin
+    let thread: LuaState
+    /// Registry reference that keeps the coroutine alive while the task runs.
+    var threadRef: Int32
+    /// Registry reference of the Lua handle (`baton.spawn`'s result), or nil.
+    var handleRef: Int32?
+    /// Non-zero while the task waits for the host; a resumption must carry the same token.
+    var waitToken: UInt64 = 0
+    /// A resumption that arrived while the task was still running, applied once it yields.
+    var earlyWake: ((LuaState) -> Int32)?
+    /// Tasks blocked in `:wait()` on this one.
+    var waiters: [LuaTask] = []
+
+    init(id: Int, origin: Origin, thread: LuaState, threadRef: Int32) {
+        self.id = id
+        self.origin = origin
+        self.thread = thread
+        self.threadRef = threadRef
+    }
+
+    /// How reports name the task; nil for the main chunk.
+    var context: String? {
+        switch origin {
+        case .main: nil
+        case .spawned(let at): "task \(id) (spawned at \(at))"
+        case .timer(let timer, let at): "timer \(timer) (set at \(at))"
+        }
+    }
+}
+
+/// A waiting task's ticket: the host resumes the task with it, exactly once.
+public struct Suspension: @unchecked Sendable {
+    let task: LuaTask
+    let token: UInt64
+}

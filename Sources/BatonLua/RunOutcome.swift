@@ -1,0 +1,43 @@
+import BatonCore
+
+/// How a run of a script ended; each case maps to one exit code of `baton run`.
+public enum RunOutcome: Sendable, Equatable {
+    /// The main chunk returned and nothing was left to fire, with no error anywhere: exit 0.
+    case completed
+    /// An uncaught error in the main chunk, a task, a timer or a handler: exit 1.
+    case failed
+    /// The script could not be loaded (missing file, syntax error): exit 2, with the message.
+    case invalidScript(String)
+    /// `--timeout` ran out: exit 3.
+    case timedOut(Duration)
+    /// The script called `baton.exit(code)`.
+    case exited(Int32)
+
+    /// The process exit code for this outcome.
+    public var exitCode: Int32 {
+        switch self {
+        case .completed: 0
+        case .failed: 1
+        case .invalidScript: 2
+        case .timedOut: 3
+        case .exited(let code): code
+        }
+    }
+}
+
+/// An uncaught error in a script, as the user should see it.
+public struct ScriptFailure: Sendable, Equatable {
+    /// `script.lua:3: message`.
+    public var message: String
+    /// Lua's `stack traceback:` text, one frame a line.
+    public var traceback: String
+    /// Where the failing code ran, nil for the main chunk: `task 2 (spawned at script.lua:5)`,
+    /// `timer 1 (set at script.lua:9)`.
+    public var context: String?
+
+    public init(message: String, traceback: String, context: String?) {
+        self.message = message
+        self.traceback = traceback
+        self.context = context
+    }
+}

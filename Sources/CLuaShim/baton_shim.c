@@ -1,0 +1,190 @@
+#include "baton_shim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static baton_dispatch_fn dispatch;
+static char wait_sentinel;
+
+void baton_set_dispatch(baton_dispatch_fn fn) { dispatch = fn; }
+void *baton_wait_sentinel(void) { return &wait_sentinel; }
+
+int64_t baton_monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+baton_runtime *baton_runtime_of(lua_State *L) {
+    return *(baton_runtime **)lua_getextraspace(L);
+}
+
+/* Lua 5.4's allocator contract: when ptr is NULL, osize is a type tag, not a size. */
+static void *baton_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+    baton_runtime *rt = ud;
+    size_t old = ptr ? osize : 0;
+    if (nsize == 0) {
+        free(ptr);
+        rt->used -= old;
+        return NULL;
+    }
+    if (rt->limit && rt->in_lua && nsize > old && rt->used - old + nsize > rt->limit)
+        return NULL; /* Lua raises "not enough memory" where the script can catch it */
+    void *p = realloc(ptr, nsize);
+    if (p == NULL) {
+        if (!rt->in_lua) {
+            /* Failing here would longjmp through Swift frames; the system is out of memory. */
+            fputs("baton: out of memory\n", stderr);
+            abort();
+        }
+        return NULL;
+    }
+    rt->used = rt->used - old + nsize;
+    return p;
+}
+
+static void raise_stop(lua_State *L, baton_runtime *rt) {
+    /* Fire on every instruction from now on, so no pcall can swallow the stop. */
+    lua_sethook(L, lua_gethook(L), LUA_MASKCOUNT, 1);
+    lua_pushstring(L, rt->stop_message);
+    lua_error(L);
+}
+
+static void count_hook(lua_State *L, lua_Debug *ar) {
+    (void)ar;
+    baton_runtime *rt = baton_runtime_of(L);
+    if (!rt->stopping && rt->deadline_ns && baton_monotonic_ns() >= rt->deadline_ns) {
+        rt->timed_out = 1;
+        rt->stopping = 1;
+    }
+    if (rt->stopping)
+        raise_stop(L, rt);
+}
+
+lua_State *baton_newstate(baton_runtime *rt) {
+    lua_State *L = lua_newstate(baton_alloc, rt);
+    if (L == NULL)
+        return NULL;
+    *(baton_runtime **)lua_getextraspace(L) = rt;
+    /* Threads made later copy the hook and the extra space from the main thread. */
+    if (rt->deadline_ns)
+        lua_sethook(L, count_hook, LUA_MASKCOUNT, 1000);
+    return L;
+}
+
+void baton_enter_lua(lua_State *L) { baton_runtime_of(L)->in_lua = 1; }
+void baton_leave_lua(lua_State *L) { baton_runtime_of(L)->in_lua = 0; }
+
+void baton_stop(lua_State *L, const char *message) {
+    baton_runtime *rt = baton_runtime_of(L);
+    snprintf(rt->stop_message, sizeof rt->stop_message, "%s", message);
+    rt->stopping = 1;
+    lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
+}
+
+int baton_resume(lua_State *co, lua_State *from, int nargs, int *nresults) {
+    baton_enter_lua(co);
+    int status = lua_resume(co, from, nargs, nresults);
+    baton_leave_lua(co);
+    return status;
+}
+
+static int traceback_handler(lua_State *L) {
+    const char *msg = lua_tostring(L, 1);
+    if (msg == NULL) {
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+            return 1;
+        msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, msg, 1);
+    return 1;
+}
+
+int baton_pcall_traceback(lua_State *L, int nargs, int nresults) {
+    int base = lua_gettop(L) - nargs;
+    lua_pushcfunction(L, traceback_handler);
+    lua_insert(L, base);
+    int was_in_lua = baton_runtime_of(L)->in_lua;
+    if (!was_in_lua)
+        baton_enter_lua(L);
+    int status = lua_pcall(L, nargs, nresults, base);
+    if (!was_in_lua)
+        baton_leave_lua(L);
+    lua_remove(L, base);
+    return status;
+}
+
+static int tostring_protected(lua_State *L) {
+    luaL_tolstring(L, 1, NULL);
+    return 1;
+}
+
+const char *baton_safe_tostring(lua_State *L, int idx, size_t *len) {
+    idx = lua_absindex(L, idx);
+    if (lua_type(L, idx) == LUA_TSTRING) {
+        lua_pushvalue(L, idx);
+        return lua_tolstring(L, -1, len);
+    }
+    lua_pushcfunction(L, tostring_protected);
+    lua_pushvalue(L, idx);
+    if (lua_pcall(L, 1, 1, 0) != LUA_OK || lua_type(L, -1) != LUA_TSTRING) {
+        lua_pop(L, 1);
+        lua_pushfstring(L, "(%s value)", luaL_typename(L, idx));
+    }
+    return lua_tolstring(L, -1, len);
+}
+
+/* Runs when the host resumes a waiting task: the resume arguments are (true, results...) or
+   (false, error). ctx is the stack top at the moment of the wait. */
+static int wait_continuation(lua_State *L, int status, lua_KContext ctx) {
+    (void)status;
+    int base = (int)ctx;
+    int top = lua_gettop(L);
+    if (top <= base)
+        return 0;
+    if (!lua_toboolean(L, base + 1))
+        return lua_error(L); /* the error value is on top */
+    return top - base - 1;
+}
+
+static int host_trampoline(lua_State *L) {
+    baton_runtime *rt = baton_runtime_of(L);
+    void *box = lua_touserdata(L, lua_upvalueindex(1));
+    if (!rt->in_lua) {
+        /* Only a finalizer run by an allocation inside host code gets here; raising is safe
+           (the finalizer runs protected, in C) and keeps host code from being re-entered. */
+        lua_pushliteral(L, "baton functions cannot be called from a __gc finalizer");
+        return lua_error(L);
+    }
+    rt->in_lua = 0;
+    int n = dispatch(L, box);
+    rt->in_lua = 1;
+    if (n >= 0) {
+        if (rt->limit && rt->used > rt->limit) {
+            lua_pushliteral(L, "not enough memory");
+            return lua_error(L);
+        }
+        return n;
+    }
+    switch (n) {
+    case BATON_RAISE_WHERE:
+        luaL_where(L, 1);
+        lua_insert(L, -2);
+        lua_concat(L, 2);
+        return lua_error(L);
+    case BATON_WAIT: {
+        int base = lua_gettop(L);
+        lua_pushlightuserdata(L, &wait_sentinel);
+        return lua_yieldk(L, 1, (lua_KContext)base, wait_continuation);
+    }
+    default:
+        return lua_error(L);
+    }
+}
+
+void baton_push_host_function(lua_State *L, void *box) {
+    lua_pushlightuserdata(L, box);
+    lua_pushcclosure(L, host_trampoline, 1);
+}

@@ -1,0 +1,104 @@
+import ArgumentParser
+import BatonCore
+import BatonLua
+import Logging
+import NIOPosix
+
+/// `baton run`: runs a Lua script with the `baton` module.
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run a Lua 5.4 script with the baton module.",
+        discussion: """
+            The script gets Lua's standard libraries and `baton` (a global, and \
+            `require "baton"`). Its arguments are `...` and `arg[1]`, `arg[2]`, ...; \
+            `arg[0]` is the script's name. Anything after the script goes to the script, \
+            flags included.
+
+            The run ends when the main chunk has returned and nothing is left that can \
+            fire (no task, timer or wait pending), at `baton.exit(code)`, or at --timeout.
+
+            Examples:
+              baton run examples/hello.lua world
+              baton run --timeout 30s --max-memory 64M job.lua jobs.json
+              baton run -e 'baton.log.info("hi", baton.date())'
+              echo 'print(1 + 1)' | baton run -
+
+            Exit codes: 0 success; 1 an uncaught error in the main chunk, a task, a timer \
+            or a handler; 2 usage, or a script that does not load (shown as \
+            file:line: message); 3 timeout; n for baton.exit(n).
+            """
+    )
+
+    @Option(name: .customShort("e"), help: ArgumentHelp("Run CHUNK instead of a script file.", valueName: "chunk"))
+    var execute: String?
+
+    @Option(help: ArgumentHelp("Stop the whole run after this long, even a busy loop: 500ms, 30s, 2m.", valueName: "duration"))
+    var timeout: String?
+
+    @Option(name: .customLong("max-memory"), help: ArgumentHelp("Cap the script's memory: 64M, 512K, 1G. Allocations past it fail with \"not enough memory\".", valueName: "size"))
+    var maxMemory: String?
+
+    @Option(name: .customLong("log-format"), help: "How logs and errors are written to stderr: text, or json (one object a line).")
+    var logFormat: LogFormat = .text
+
+    @Flag(name: .shortAndLong, help: "Log errors only.")
+    var quiet = false
+
+    @Flag(name: .shortAndLong, help: "Log debug messages too.")
+    var verbose = false
+
+    @Argument(help: ArgumentHelp("The script to run, or - for standard input.", valueName: "script"))
+    var script: String?
+
+    @Argument(parsing: .captureForPassthrough, help: ArgumentHelp("Arguments for the script.", valueName: "args"))
+    var arguments: [String] = []
+
+    func validate() throws {
+        if execute == nil && script == nil {
+            throw ValidationError("Missing a script: give a file, - for standard input, or -e 'CHUNK'.")
+        }
+        if let timeout, DurationText.parse(timeout) == nil {
+            throw ValidationError("Invalid --timeout '\(timeout)': use a duration like 500ms, 30s or 2m.")
+        }
+        if let maxMemory, ByteSizeText.parse(maxMemory) == nil {
+            throw ValidationError("Invalid --max-memory '\(maxMemory)': use a size like 512K, 64M or 1G.")
+        }
+        if quiet && verbose {
+            throw ValidationError("--quiet and --verbose cannot be used together.")
+        }
+    }
+
+    func run() throws {
+        let level: Logger.Level = quiet ? .error : (verbose ? .debug : .info)
+        let format = logFormat
+        LoggingSystem.bootstrap { _ in StderrLogHandler(format: format, logLevel: level) }
+
+        let source: ScriptSource
+        var args = arguments
+        if let execute {
+            source = .string(execute, chunkName: "(command line)")
+            if let script { args.insert(script, at: 0) }
+        } else if script == "-" {
+            source = .standardInput
+        } else {
+            source = .file(script!)
+        }
+        let options = RuntimeOptions(
+            timeout: timeout.flatMap(DurationText.parse),
+            maxMemory: maxMemory.flatMap(ByteSizeText.parse),
+            logger: Logger(label: "baton.script"),
+            reportFailure: { FailureReport.write($0, format: format) }
+        )
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let outcome = try LuaRuntime.run(source, arguments: args, options: options, on: group.next()).wait()
+        switch outcome {
+        case .invalidScript(let message):
+            FailureReport.write(message: message, format: format)
+        case .timedOut(let duration):
+            FailureReport.write(message: "timeout after \(DurationText.format(duration))", format: format)
+        case .completed, .failed, .exited:
+            break
+        }
+        Baton.exitProcess(outcome.exitCode)
+    }
+}
