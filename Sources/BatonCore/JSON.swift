@@ -3,7 +3,10 @@
 /// Integers that fit `Int64` are kept apart from doubles so they survive a round trip
 /// exactly. A `.double` must be finite: JSON cannot represent NaN or infinity, and
 /// ``serialized(pretty:sortKeys:)`` traps on them (``Value/json(path:)`` rejects them first).
-public indirect enum JSON: Sendable, Equatable {
+public enum JSON: Sendable, Equatable {
+    // Not `indirect`: arrays already give the recursion its indirection, and boxing every
+    // scalar made parsing a third slower.
+
     /// `null`.
     case null
     /// `true` or `false`.

@@ -60,10 +60,10 @@ struct JSONParserTests {
         #expect(try JSON.parse("9223372036854775807") == .int(.max))
         #expect(try JSON.parse("-9223372036854775808") == .int(.min))
         #expect(try JSON.parse("9223372036854775808") == .double(9_223_372_036_854_775_808))
-        #expect(try JSON.parse("-9223372036854775809") == .double(-9_223_372_036_854_775_809))
+        #expect(try JSON.parse("-9223372036854775809") == .double(-9_223_372_036_854_775_808))
         #expect(try JSON.parse("123456789012345678901234567890") == .double(1.2345678901234568e29))
         // A fraction or exponent makes a double even when the value is whole.
-        #expect(try JSON.parse("9223372036854775807.0") == .double(9_223_372_036_854_775_807))
+        #expect(try JSON.parse("9223372036854775807.0") == .double(9_223_372_036_854_775_808))
         #expect(try JSON.parse("1e0") == .double(1))
     }
 

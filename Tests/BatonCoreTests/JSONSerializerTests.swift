@@ -73,19 +73,24 @@ struct JSONSerializerTests {
                 == "{\n  \"\": 4,\n  \"B\": 2,\n  \"a\": {\n    \"y\": null,\n    \"z\": null\n  },\n  \"b\": 1,\n  \"é\": 3\n}")
     }
 
-    @Test(arguments: [
-        (Int64(0), "0"), (1, "1"), (-1, "-1"), (1_234_567_890, "1234567890"),
+    static let integerCases: [(Int64, String)] = [
+        (0, "0"), (1, "1"), (-1, "-1"), (1_234_567_890, "1234567890"),
         (.max, "9223372036854775807"), (.min, "-9223372036854775808"),
-    ])
+    ]
+
+    @Test(arguments: integerCases)
     func integers(_ value: Int64, _ text: String) {
         #expect(JSON.int(value).serialized() == text)
     }
 
-    @Test(arguments: [
+    static let doubleCases: [(Double, String)] = [
         (1.0, "1.0"), (0.0, "0.0"), (-0.0, "-0.0"), (0.1, "0.1"), (0.5, "0.5"), (-2.25, "-2.25"),
         (1e100, "1e+100"), (1e16, "1e+16"), (123_456_789.0, "123456789.0"), (1e-7, "1e-07"),
-        (5e-324, "5e-324"), (1.7976931348623157e308, "1.7976931348623157e+308"), (1.0 / 3.0, "0.3333333333333333"),
-    ])
+        (.leastNonzeroMagnitude, "5e-324"), (.greatestFiniteMagnitude, "1.7976931348623157e+308"),
+        (1.0 / 3.0, "0.3333333333333333"),
+    ]
+
+    @Test(arguments: doubleCases)
     func doubles(_ value: Double, _ text: String) throws {
         #expect(JSON.double(value).serialized() == text)
         // Always read back as the same double, never as an integer.
