@@ -87,7 +87,10 @@ public enum ISO8601 {
     /// they are not zero (`2026-11-21T10:00:00.250Z`). The time is rounded to the nearest
     /// millisecond. Years outside 0001–9999 (which ``parse(_:)`` rejects) are written in the
     /// expanded form `+10000` / `-0001`; dates beyond about ±9 million years are clamped.
-    public static func format(_ date: Date) -> String {
+    ///
+    /// With `alwaysMilliseconds` the `.mmm` part is written even when zero, so that lines of
+    /// a log line up.
+    public static func format(_ date: Date, alwaysMilliseconds: Bool = false) -> String {
         // Counted from 2001, the Date's own epoch, so no precision is lost converting to 1970.
         var milliseconds = (date.timeIntervalSinceReferenceDate * 1000).rounded()
         if milliseconds.isNaN { milliseconds = 0 }
@@ -126,7 +129,7 @@ public enum ISO8601 {
         digits(secondOfDay / 60 % 60, 2)
         out.append(UInt8(ascii: ":"))
         digits(secondOfDay % 60, 2)
-        if millisecond != 0 {
+        if millisecond != 0 || alwaysMilliseconds {
             out.append(UInt8(ascii: "."))
             digits(millisecond, 3)
         }

@@ -52,12 +52,12 @@ extension Value {
             }
             return .array(out)
         case .dictionary(let members):
-            let keys = members.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            let sorted = members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
             var out: [JSON.Member] = []
-            out.reserveCapacity(keys.count)
-            for key in keys {
+            out.reserveCapacity(sorted.count)
+            for (key, member) in sorted {
                 components.append(.key(key))
-                out.append(JSON.Member(key, try json(of: members[key]!, &components)))
+                out.append(JSON.Member(key, try json(of: member, &components)))
                 components.removeLast()
             }
             return .object(out)

@@ -28,6 +28,6 @@ extension Value: ExpressibleByArrayLiteral {
 extension Value: ExpressibleByDictionaryLiteral {
     /// Creates a ``Value/dictionary(_:)``; for a repeated key the last value wins.
     public init(dictionaryLiteral elements: (String, Value)...) {
-        self = .dictionary(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+        self = .dictionary(ValueDictionary(elements))
     }
 }

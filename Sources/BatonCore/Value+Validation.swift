@@ -4,6 +4,7 @@ extension Value {
     /// - Every array must be homogeneous: all elements of the same ``Kind`` (`int` and
     ///   `double` are different kinds). The error names the first odd element, e.g.
     ///   `message.items[3]: expected string like items[1], got integer`.
+    /// - A dictionary's keys must be unique: `message.name: duplicate key`.
     /// - No more than `maxDepth` arrays and dictionaries may be nested (a scalar root has
     ///   depth 0, `[1]` depth 1). The error names the first container that is too deep, e.g.
     ///   `message.a.b: nested deeper than 64 levels`.
@@ -24,6 +25,8 @@ extension Value {
         switch problem {
         case .tooDeep:
             throw ValueError(path: location, reason: "nested deeper than \(maxDepth) levels")
+        case .duplicateKey:
+            throw ValueError(path: location, reason: "duplicate key")
         case .mixed(let expected, let got):
             let array = ValuePath.render(path, components.dropLast())
             let like = ValuePath.lastComponent(ValuePath.element(array, 1))
@@ -34,6 +37,7 @@ extension Value {
 
     private enum Problem {
         case mixed(expected: Kind, got: Kind)
+        case duplicateKey
         case tooDeep
     }
 
@@ -64,11 +68,15 @@ extension Value {
             return nil
         case .dictionary(let members):
             guard depth < maxDepth else { return .tooDeep }
+            if let duplicate = members.firstDuplicateKey {
+                components.append(.key(duplicate))
+                return .duplicateKey
+            }
             if sortedKeys {
-                let keys = members.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-                for key in keys {
+                let sorted = members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+                for (key, member) in sorted {
                     if let problem = check(
-                        member: key, members[key]!, depth: depth, maxDepth: maxDepth, sortedKeys: true, &components)
+                        member: key, member, depth: depth, maxDepth: maxDepth, sortedKeys: true, &components)
                     {
                         return problem
                     }

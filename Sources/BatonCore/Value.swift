@@ -26,7 +26,7 @@ public enum Value: Sendable, Hashable {
     /// A list whose elements all have the same ``Kind`` once validated.
     case array([Value])
     /// A string-keyed map; the empty string is a valid key.
-    case dictionary([String: Value])
+    case dictionary(ValueDictionary)
 
     /// The case of a ``Value``, without its payload.
     public enum Kind: String, Sendable, CaseIterable {

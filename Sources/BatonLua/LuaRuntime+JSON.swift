@@ -17,7 +17,7 @@ extension LuaRuntime {
         _ = baton_newuserdata(lua.pointer, 0, 0)
         luaL_newmetatable(lua.pointer, ValueTypeName.null)
         metatables.null = lua.toPointer(at: -1)
-        lua.push("null")
+        lua.push("__tostring")
         pushFunction(named: "json.null.__tostring") { call in
             call.lua.push("null")
             return .values(1)
@@ -85,7 +85,7 @@ extension LuaRuntime {
                 guard push(e, on: lua) else { lua.pop(); return false }
                 lua.rawSet(-2, index: i + 1)
             }
-            lua.pushMetatable(named: ValueTypeName.array)
+            lua.pushRef(metatables.arrayRef)
             lua.setMetatable(-2)
         case .object(let members):
             guard lua.checkStack(4) else { return false }
@@ -120,7 +120,10 @@ struct JSONReader {
         let idx = lua.absolute(idx)
         switch lua.type(at: idx) {
         case .string:
-            return .string(lua.toString(at: idx)!)
+            guard let s = lua.toValidString(at: idx) else {
+                throw error("string is not valid UTF-8 (encode binary data with baton.bytes: it becomes base64)")
+            }
+            return .string(s)
         case .number:
             if lua.isInteger(at: idx) { return .int(lua.toInteger(at: idx)!) }
             let d = lua.toNumber(at: idx)!

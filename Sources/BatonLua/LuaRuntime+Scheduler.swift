@@ -168,6 +168,12 @@ extension LuaRuntime {
     /// Suspends the task that called the running host function. Return `.wait` right after,
     /// and resume the task later, once, with ``resume(_:push:)``.
     public func suspendCurrentTask(_ call: HostCall) throws -> Suspension {
+        try suspendCurrentTask(call, onHost: true)
+    }
+
+    /// `onHost` false: the task waits for another task, which alone does not keep the run
+    /// alive (so that tasks waiting on each other are found as a deadlock).
+    func suspendCurrentTask(_ call: HostCall, onHost: Bool) throws -> Suspension {
         guard call.lua.isYieldable, let task = current else {
             throw HostError.message("\(call.name) cannot wait here: it was called where Lua cannot yield "
                 + "(inside a metamethod, an iterator or a C function such as table.sort)")
@@ -175,7 +181,8 @@ extension LuaRuntime {
         let token = nextToken
         nextToken += 1
         task.waitToken = token
-        pendingWaits += 1
+        task.waitIsOnHost = onHost
+        if onHost { pendingWaits += 1 }
         return Suspension(task: task, token: token)
     }
 
@@ -188,7 +195,7 @@ extension LuaRuntime {
         let task = suspension.task
         guard !finished, task.waitToken == suspension.token else { return }
         task.waitToken = 0
-        pendingWaits -= 1
+        if task.waitIsOnHost { pendingWaits -= 1 }
         if task === current {
             // Finished before the task even yielded: apply once it has.
             task.earlyWake = push
@@ -218,7 +225,7 @@ extension LuaRuntime {
     /// Abandons the current task's wait (the wait could not reach the scheduler).
     func abandonWait(of task: LuaTask) {
         guard task.waitToken != 0 || task.earlyWake != nil else { return }
-        if task.waitToken != 0 { pendingWaits -= 1 }
+        if task.waitToken != 0 && task.waitIsOnHost { pendingWaits -= 1 }
         task.waitToken = 0
         task.earlyWake = nil
         scheduleDrain()

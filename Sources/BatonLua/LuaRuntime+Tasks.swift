@@ -144,7 +144,7 @@ extension LuaRuntime {
             throw HostError.message("task \(TaskHandle.id(p)) is no longer known")
         }
         guard task !== current else { throw HostError.message("a task cannot wait for itself") }
-        let s = try suspendCurrentTask(call)
+        let s = try suspendCurrentTask(call, onHost: false)
         task.waiters.append(s.task)
         return .wait
     }

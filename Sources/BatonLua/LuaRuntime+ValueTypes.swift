@@ -23,6 +23,8 @@ extension LuaRuntime {
         // baton.array: a marker metatable, so an empty table can mean an empty array.
         luaL_newmetatable(lua.pointer, ValueTypeName.array)
         metatables.array = lua.toPointer(at: -1)
+        lua.pushValue(at: -1)
+        metatables.arrayRef = lua.ref()
         lua.pop()
         register("array", in: m, qualifier: "baton") { call in
             let lua = call.lua
@@ -53,7 +55,7 @@ extension LuaRuntime {
     public func pushDate(_ date: Date, on lua: LuaState) {
         let p = baton_newuserdata(lua.pointer, 8, 0)!
         p.storeBytes(of: date.timeIntervalSince1970, as: Double.self)
-        lua.pushMetatable(named: ValueTypeName.date)
+        lua.pushRef(metatables.dateRef)
         lua.setMetatable(-2)
     }
 
@@ -85,6 +87,8 @@ extension LuaRuntime {
 
         luaL_newmetatable(lua.pointer, ValueTypeName.date)
         metatables.date = lua.toPointer(at: -1)
+        lua.pushValue(at: -1)
+        metatables.dateRef = lua.ref()
         let mt = lua.top
         func epoch(_ call: HostCall, _ i: Int32) throws -> Double {
             guard let p = call.lua.testUserdata(at: i, named: ValueTypeName.date) else {
@@ -143,7 +147,7 @@ extension LuaRuntime {
     public func pushUUID(_ uuid: UUID, on lua: LuaState) {
         let p = baton_newuserdata(lua.pointer, 16, 0)!
         withUnsafeBytes(of: uuid.uuid) { p.copyMemory(from: $0.baseAddress!, byteCount: 16) }
-        lua.pushMetatable(named: ValueTypeName.uuid)
+        lua.pushRef(metatables.uuidRef)
         lua.setMetatable(-2)
     }
 
@@ -171,6 +175,8 @@ extension LuaRuntime {
         }
         luaL_newmetatable(lua.pointer, ValueTypeName.uuid)
         metatables.uuid = lua.toPointer(at: -1)
+        lua.pushValue(at: -1)
+        metatables.uuidRef = lua.ref()
         func uuid(_ call: HostCall, _ i: Int32) throws -> UUID {
             guard let p = call.lua.testUserdata(at: i, named: ValueTypeName.uuid) else {
                 throw call.argumentError(i, "uuid expected, got \(call.lua.typeName(at: i))")
@@ -195,7 +201,7 @@ extension LuaRuntime {
         _ = baton_newuserdata(lua.pointer, 0, 1)
         lua.push(bytes: bytes)
         lua_setiuservalue(lua.pointer, -2, 1)
-        lua.pushMetatable(named: ValueTypeName.bytes)
+        lua.pushRef(metatables.bytesRef)
         lua.setMetatable(-2)
     }
 
@@ -222,6 +228,8 @@ extension LuaRuntime {
         }
         luaL_newmetatable(lua.pointer, ValueTypeName.bytes)
         metatables.bytes = lua.toPointer(at: -1)
+        lua.pushValue(at: -1)
+        metatables.bytesRef = lua.ref()
         let mt = lua.top
         func check(_ call: HostCall, _ i: Int32) throws {
             guard call.lua.testUserdata(at: i, named: ValueTypeName.bytes) != nil else {

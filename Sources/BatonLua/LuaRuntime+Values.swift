@@ -11,8 +11,12 @@ extension LuaRuntime {
     /// value that breaks the rules throws an error naming its path from `root`
     /// (`message.items[3]: expected string like items[1], got number`).
     public func value(at index: Int32, on lua: LuaState, root: String = "message") throws(ValueError) -> Value {
-        var reader = ValueReader(lua: lua, metatables: metatables, root: root)
-        return try reader.read(lua.absolute(index))
+        var reader = ValueReader(lua: lua, metatables: metatables)
+        do {
+            return try reader.read(lua.absolute(index))
+        } catch {
+            throw error.render(root: root)
+        }
     }
 
     /// Pushes `value` as Lua sees it: arrays are tables marked with `baton.array`. Returns
@@ -34,7 +38,7 @@ extension LuaRuntime {
                 guard push(e, on: lua) else { lua.pop(); return false }
                 lua.rawSet(-2, index: i + 1)
             }
-            lua.pushMetatable(named: ValueTypeName.array)
+            lua.pushRef(metatables.arrayRef)
             lua.setMetatable(-2)
         case .dictionary(let members):
             guard lua.checkStack(4) else { return false }
@@ -66,36 +70,65 @@ extension LuaRuntime {
     }
 }
 
-/// Lua → ``Value``. Paths are kept as parts and rendered only for an error.
+/// Lua → ``Value``. The happy path keeps no path at all: a failure collects its path while
+/// it unwinds, and only then is it rendered.
 struct ValueReader {
     enum Part {
         case key(String)
         case index(Int)
     }
 
-    let lua: LuaState
-    let metatables: LuaRuntime.Metatables
-    let root: String
-    var parts: [Part] = []
-    var visiting: [UnsafeRawPointer] = []
-    static let maxDepth = 64
-
-    init(lua: LuaState, metatables: LuaRuntime.Metatables, root: String) {
-        self.lua = lua
-        self.metatables = metatables
-        self.root = root
+    enum Reason {
+        case text(String)
+        case mixed(expected: String, got: String)
     }
 
-    var path: String {
-        parts.reduce(root) { p, part in
-            switch part {
-            case .key(let k): ValuePath.member(p, k)
-            case .index(let i): ValuePath.element(p, i)
+    /// A failure on its way up; `parts` are innermost first.
+    struct Failure: Error {
+        var parts: [Part] = []
+        var reason: Reason
+
+        init(_ reason: String) { self.reason = .text(reason) }
+        init(mixed expected: String, got: String, at index: Int) {
+            reason = .mixed(expected: expected, got: got)
+            parts = [.index(index)]
+        }
+
+        func within(_ part: Part) -> Failure {
+            var copy = self
+            copy.parts.append(part)
+            return copy
+        }
+
+        func render(root: String) -> ValueError {
+            func path(_ parts: ArraySlice<Part>) -> String {
+                parts.reversed().reduce(root) { p, part in
+                    switch part {
+                    case .key(let k): ValuePath.member(p, k)
+                    case .index(let i): ValuePath.element(p, i)
+                    }
+                }
+            }
+            let full = path(parts[...])
+            switch reason {
+            case .text(let text):
+                return ValueError(path: full, reason: text)
+            case .mixed(let expected, let got):
+                let like = ValuePath.lastComponent(ValuePath.element(path(parts.dropFirst()), 1))
+                return ValueError(path: full, reason: "expected \(expected) like \(like), got \(got)")
             }
         }
     }
 
-    func error(_ reason: String) -> ValueError { ValueError(path: path, reason: reason) }
+    let lua: LuaState
+    let metatables: LuaRuntime.Metatables
+    var visiting: [UnsafeRawPointer] = []
+    static let maxDepth = 64
+
+    init(lua: LuaState, metatables: LuaRuntime.Metatables) {
+        self.lua = lua
+        self.metatables = metatables
+    }
 
     /// The kind's name in a script author's words.
     static func kindName(_ v: Value) -> String {
@@ -111,10 +144,13 @@ struct ValueReader {
         }
     }
 
-    mutating func read(_ idx: Int32) throws(ValueError) -> Value {
+    mutating func read(_ idx: Int32) throws(Failure) -> Value {
         switch lua.type(at: idx) {
         case .string:
-            return .string(lua.toString(at: idx)!)
+            guard let s = lua.toValidString(at: idx) else {
+                throw Failure("string is not valid UTF-8 (use baton.bytes for binary data)")
+            }
+            return .string(s)
         case .number:
             if lua.isInteger(at: idx) { return .int(lua.toInteger(at: idx)!) }
             return .double(lua.toNumber(at: idx)!)
@@ -123,7 +159,7 @@ struct ValueReader {
         case .table:
             return try readTable(idx)
         case .userdata:
-            guard lua_getmetatable(lua.pointer, idx) != 0 else { throw error("cannot send a userdata") }
+            guard lua_getmetatable(lua.pointer, idx) != 0 else { throw Failure("cannot send a userdata") }
             let mt = lua.toPointer(at: -1)
             lua.pop()
             let p = lua.toUserdata(at: idx)!
@@ -134,19 +170,19 @@ struct ValueReader {
                 defer { lua.pop() }
                 return .bytes(lua.toBytes(at: -1) ?? [])
             }
-            throw error("cannot send a \(lua.typeName(at: idx))")
+            throw Failure("cannot send a \(lua.typeName(at: idx))")
         case .nil, .none:
-            throw error("cannot send nil")
+            throw Failure("cannot send nil")
         default:
-            throw error("cannot send a \(lua.typeName(at: idx))")
+            throw Failure("cannot send a \(lua.typeName(at: idx))")
         }
     }
 
-    private mutating func readTable(_ t: Int32) throws(ValueError) -> Value {
+    private mutating func readTable(_ t: Int32) throws(Failure) -> Value {
         let ptr = lua.toPointer(at: t)!
-        if visiting.contains(ptr) { throw error("cycle: the table contains itself") }
-        if visiting.count >= Self.maxDepth { throw error("nested deeper than \(Self.maxDepth) levels") }
-        guard lua.checkStack(6) else { throw error("nested too deeply") }
+        if visiting.contains(ptr) { throw Failure("cycle: the table contains itself") }
+        if visiting.count >= Self.maxDepth { throw Failure("nested deeper than \(Self.maxDepth) levels") }
+        guard lua.checkStack(6) else { throw Failure("nested too deeply") }
         visiting.append(ptr)
         defer { visiting.removeLast() }
 
@@ -155,22 +191,21 @@ struct ValueReader {
             marked = lua.toPointer(at: -1) == metatables.array
             lua.pop()
         }
-        // Fast path for the common dictionary: iterate once, reading values as we go.
+        // The common dictionary: one pass, reading values as the keys come.
         if !marked {
             lua.pushNil()
-            if !lua.next(t) { return .dictionary([:]) }
+            if !lua.next(t) { return .dictionary(ValueDictionary()) }
             if lua.type(at: -2) == .string {
-                var members: [String: Value] = [:]
+                var members = ValueDictionary(minimumCapacity: 8)
                 repeat {
                     guard lua.type(at: -2) == .string else {
                         lua.pop(2)
-                        return try readShapeFailure(t, marked: false)
+                        throw shapeFailure(t, marked: false)
                     }
                     let key = lua.toString(at: -2)!
-                    parts.append(.key(key))
-                    let v = try read(lua.top)
-                    parts.removeLast()
-                    members[key] = v
+                    let v: Value
+                    do { v = try read(lua.top) } catch { throw error.within(.key(key)) }
+                    members.appendUnchecked(key, v)
                     lua.pop()
                 } while lua.next(t)
                 return .dictionary(members)
@@ -179,34 +214,32 @@ struct ValueReader {
         }
         switch lua.tableShape(at: t, markedArray: marked) {
         case .failure(let shape):
-            throw error(shape.reason)
+            throw Failure(shape.reason)
         case .success(.dictionary):
-            return .dictionary([:])
+            return .dictionary(ValueDictionary())
         case .success(.array(let count)):
             return try readArray(t, count: count)
         }
     }
 
-    private func readShapeFailure(_ t: Int32, marked: Bool) throws(ValueError) -> Value {
-        if case .failure(let shape) = lua.tableShape(at: t, markedArray: marked) { throw error(shape.reason) }
-        throw error("not a message table")
+    private func shapeFailure(_ t: Int32, marked: Bool) -> Failure {
+        if case .failure(let shape) = lua.tableShape(at: t, markedArray: marked) { return Failure(shape.reason) }
+        return Failure("not a message table")
     }
 
-    private mutating func readArray(_ t: Int32, count: Int) throws(ValueError) -> Value {
+    private mutating func readArray(_ t: Int32, count: Int) throws(Failure) -> Value {
         var elements: [Value] = []
         elements.reserveCapacity(count)
         var sawInt = false, sawDouble = false
         for i in stride(from: 1, through: count, by: 1) {
             _ = lua.rawGet(t, index: i)
-            parts.append(.index(i))
-            let v = try read(lua.top)
-            if let first = elements.first, Self.kindName(first) != Self.kindName(v) {
-                let like = ValuePath.lastComponent(ValuePath.element(pathWithoutLast, 1))
-                let e = error("expected \(Self.kindName(first)) like \(like), got \(Self.kindName(v))")
-                throw e
-            }
-            parts.removeLast()
+            let v: Value
+            do { v = try read(lua.top) } catch { throw error.within(.index(i)) }
             lua.pop()
+            if let first = elements.first {
+                let expected = Self.kindName(first), got = Self.kindName(v)
+                if expected != got { throw Failure(mixed: expected, got: got, at: i) }
+            }
             if case .int = v { sawInt = true } else if case .double = v { sawDouble = true }
             elements.append(v)
         }
@@ -215,11 +248,5 @@ struct ValueReader {
             elements = elements.map { if case .int(let i) = $0 { .double(Double(i)) } else { $0 } }
         }
         return .array(elements)
-    }
-
-    private var pathWithoutLast: String {
-        var copy = self
-        copy.parts.removeLast()
-        return copy.path
     }
 }

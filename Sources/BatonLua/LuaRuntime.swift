@@ -45,6 +45,11 @@ public final class LuaRuntime: @unchecked Sendable {
         var uuid: UnsafeRawPointer?
         var bytes: UnsafeRawPointer?
         var null: UnsafeRawPointer?
+        /// Registry references of the same metatables, to push them without a name lookup.
+        var arrayRef: Int32 = 0
+        var dateRef: Int32 = 0
+        var uuidRef: Int32 = 0
+        var bytesRef: Int32 = 0
     }
 
     init(options: RuntimeOptions, eventLoop: any EventLoop) throws {
@@ -54,7 +59,6 @@ public final class LuaRuntime: @unchecked Sendable {
         self.promise = eventLoop.makePromise()
         limits = .allocate(capacity: 1)
         limits.initialize(to: baton_runtime())
-        if let max = options.maxMemory { limits.pointee.limit = max }
         if let timeout = options.timeout {
             let ns = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
             limits.pointee.deadline_ns = baton_monotonic_ns() + ns
@@ -89,14 +93,22 @@ public final class LuaRuntime: @unchecked Sendable {
         configure: @escaping @Sendable (LuaRuntime) throws -> Void = { _ in }
     ) -> EventLoopFuture<RunOutcome> {
         loop.flatSubmit {
+            let runtime: LuaRuntime
             do {
-                let runtime = try LuaRuntime(options: options, eventLoop: loop)
-                try runtime.installBatonModule()
-                try configure(runtime)
-                return runtime.start(source, arguments: arguments)
+                runtime = try LuaRuntime(options: options, eventLoop: loop)
             } catch {
                 return loop.makeFailedFuture(error)
             }
+            do {
+                try runtime.installBatonModule()
+                try configure(runtime)
+            } catch {
+                runtime.finished = true
+                runtime.promise.fail(error)
+                runtime.close()
+                return runtime.promise.futureResult
+            }
+            return runtime.start(source, arguments: arguments)
         }
     }
 
@@ -127,6 +139,8 @@ public final class LuaRuntime: @unchecked Sendable {
             return promise.futureResult
         }
         setArgTable(scriptName: name, arguments: arguments)
+        // The cap is the script's: Baton's own setup is not counted against it.
+        if let max = options.maxMemory { limits.pointee.limit = max }
 
         // The main chunk runs as a coroutine, like every task.
         let task = makeTask(origin: .main)
@@ -177,6 +191,12 @@ public final class LuaRuntime: @unchecked Sendable {
         state.rawSet(t, field: field)
     }
 
+    /// Sets the global `name` to a host function.
+    public func registerGlobal(_ name: String, _ body: @escaping HostBody) {
+        pushFunction(named: name, body)
+        lua_setglobal(state.pointer, name)
+    }
+
     /// Keeps the run alive (an open channel, a running watcher) until ``releaseKeepAlive()``.
     public func retainKeepAlive() { keepAliveCount += 1 }
 
@@ -202,7 +222,7 @@ public final class LuaRuntime: @unchecked Sendable {
     }
 
     private var closed = false
-    private func close() {
+    func close() {
         guard !closed else { return }
         closed = true
         tasks.removeAll()

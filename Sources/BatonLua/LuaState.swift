@@ -89,6 +89,13 @@ public struct LuaState: @unchecked Sendable {
         guard let p = baton_tostring(pointer, index, &len) else { return nil }
         return String(decoding: UnsafeRawBufferPointer(start: p, count: len), as: UTF8.self)
     }
+    /// The string at `index` if it is a string of well-formed UTF-8; nil otherwise.
+    public func toValidString(at index: Int32) -> String? {
+        guard type(at: index) == .string else { return nil }
+        var len = 0
+        guard let p = baton_tostring(pointer, index, &len), baton_utf8_valid(p, len) != 0 else { return nil }
+        return String(decoding: UnsafeRawBufferPointer(start: p, count: len), as: UTF8.self)
+    }
     /// The raw bytes of the string at `index`, only if it is a string.
     public func toBytes(at index: Int32) -> [UInt8]? {
         guard type(at: index) == .string else { return nil }

@@ -16,6 +16,9 @@ final class LuaTask: @unchecked Sendable {
     var handleRef: Int32?
     /// Non-zero while the task waits for the host; a resumption must carry the same token.
     var waitToken: UInt64 = 0
+    /// Whether the current wait is on the host (a timer, I/O), which keeps the run alive,
+    /// rather than on another task.
+    var waitIsOnHost = true
     /// A resumption that arrived while the task was still running, applied once it yields.
     var earlyWake: ((LuaState) -> Int32)?
     /// Tasks blocked in `:wait()` on this one.

@@ -59,8 +59,15 @@ static void count_hook(lua_State *L, lua_Debug *ar) {
         rt->timed_out = 1;
         rt->stopping = 1;
     }
-    if (rt->stopping)
-        raise_stop(L, rt);
+    if (!rt->stopping)
+        return;
+    /* A yield ends the task where it stands: no pcall can catch it and no message handler
+       runs (a handler raised from here would run with hooks off, and could loop forever). */
+    if (lua_isyieldable(L)) {
+        lua_yield(L, 0);
+        return;
+    }
+    raise_stop(L, rt);
 }
 
 lua_State *baton_newstate(baton_runtime *rt) {
@@ -136,14 +143,21 @@ const char *baton_safe_tostring(lua_State *L, int idx, size_t *len) {
     return lua_tolstring(L, -1, len);
 }
 
-/* Runs when the host resumes a waiting task: the resume arguments are (true, results...) or
-   (false, error). ctx is the stack top at the moment of the wait. */
+/* Runs when the host resumes a waiting task: the resume arguments are (true, results...),
+   (false, error) to raise error as it is, or (1, message) to raise message with the caller's
+   position. ctx is the stack top at the moment of the wait. */
 static int wait_continuation(lua_State *L, int status, lua_KContext ctx) {
     (void)status;
     int base = (int)ctx;
     int top = lua_gettop(L);
     if (top <= base)
         return 0;
+    if (lua_type(L, base + 1) == LUA_TNUMBER) {
+        luaL_where(L, 1);
+        lua_insert(L, -2);
+        lua_concat(L, 2);
+        return lua_error(L);
+    }
     if (!lua_toboolean(L, base + 1))
         return lua_error(L); /* the error value is on top */
     return top - base - 1;
@@ -162,9 +176,16 @@ static int host_trampoline(lua_State *L) {
     int n = dispatch(L, box);
     rt->in_lua = 1;
     if (n >= 0) {
+        /* Host code may allocate past the cap (it must never fail with a longjmp); settle
+           the account here, collecting first: the excess may be garbage already. */
         if (rt->limit && rt->used > rt->limit) {
-            lua_pushliteral(L, "not enough memory");
-            return lua_error(L);
+            lua_gc(L, LUA_GCCOLLECT);
+            if (rt->used > rt->limit) {
+                lua_settop(L, 0);
+                lua_gc(L, LUA_GCCOLLECT);
+                lua_pushliteral(L, "not enough memory");
+                return lua_error(L);
+            }
         }
         return n;
     }
@@ -187,4 +208,36 @@ static int host_trampoline(lua_State *L) {
 void baton_push_host_function(lua_State *L, void *box) {
     lua_pushlightuserdata(L, box);
     lua_pushcclosure(L, host_trampoline, 1);
+}
+
+int baton_utf8_valid(const char *s, size_t len) {
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    while (p < end) {
+        /* ASCII runs, eight bytes at a time. */
+        while (end - p >= 8) {
+            uint64_t w;
+            memcpy(&w, p, 8);
+            if (w & 0x8080808080808080ULL) break;
+            p += 8;
+        }
+        if (p >= end) break;
+        unsigned char c = *p;
+        if (c < 0x80) { p++; continue; }
+        size_t n;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) { n = 2; cp = c & 0x1F; }
+        else if (c >= 0xE0 && c <= 0xEF) { n = 3; cp = c & 0x0F; }
+        else if (c >= 0xF0 && c <= 0xF4) { n = 4; cp = c & 0x07; }
+        else return 0;
+        if ((size_t)(end - p) < n) return 0;
+        for (size_t i = 1; i < n; i++) {
+            if ((p[i] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (p[i] & 0x3F);
+        }
+        /* No overlong forms, no surrogates, nothing past U+10FFFF. */
+        if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        p += n;
+    }
+    return 1;
 }

@@ -41,7 +41,7 @@ struct StderrLogHandler: LogHandler {
 
     /// One line, newline included.
     static func line(format: LogFormat, level: String, message: String, source: String, fields: [(String, String)]) -> String {
-        let time = ISO8601.format(Date())
+        let time = ISO8601.format(Date(), alwaysMilliseconds: true)
         switch format {
         case .text:
             var line = "\(time) \(level.uppercased().padding(toLength: 5)) \(message)"

@@ -153,3 +153,36 @@ struct ValueValidationTests {
         #expect(error != ValueError(path: "message.y", reason: "bad"))
     }
 }
+
+@Suite struct ValueDictionaryTests {
+    @Test func duplicateKeysFromTheWireAreRefused() {
+        var members = ValueDictionary()
+        members.appendUnchecked("name", .string("a"))
+        members.appendUnchecked("tags", .array([.string("x")]))
+        members.appendUnchecked("name", .string("b"))
+        #expect(validationError(.dictionary(members)) == "message.name: duplicate key")
+        #expect(validationError(.dictionary(["outer": .dictionary(members)])) == "message.outer.name: duplicate key")
+    }
+
+    @Test func equalityAndHashIgnoreOrder() {
+        let a: ValueDictionary = ["x": .int(1), "y": .string("b")]
+        let b: ValueDictionary = ["y": .string("b"), "x": .int(1)]
+        #expect(a == b)
+        #expect(a.hashValue == b.hashValue)
+        #expect(a != ["x": .int(1), "y": .string("c")])
+        #expect(a != ["x": .int(1)])
+    }
+
+    @Test func subscriptSetsReplacesAndRemoves() {
+        var d: ValueDictionary = ["x": .int(1)]
+        d["y"] = .bool(true)
+        d["x"] = .int(2)
+        #expect(d.keys == ["x", "y"])
+        #expect(d["x"] == .int(2))
+        d["x"] = nil
+        #expect(d.keys == ["y"])
+        #expect(d["missing"] == nil)
+        let repeated = ValueDictionary([("k", .int(1)), ("j", .int(2)), ("k", .int(3))])
+        #expect(repeated.keys == ["k", "j"] && repeated["k"] == .int(3))
+    }
+}
