@@ -82,12 +82,14 @@ public final class LuaRuntime: @unchecked Sendable {
 
     /// Loads and runs a script to its end on `loop`.
     ///
-    /// `arguments` become the script's `...` and `arg[1...]`; `arg[0]` is the script's name.
-    /// `configure` runs on the loop before the script starts, to register more host functions.
+    /// `arguments` become the script's `...` and `arg[1...]`; `arg[0]` is the script's name;
+    /// `commandLine`, the words before the script, become `arg[-n...-1]` (as the stock `lua`
+    /// sets them). `configure` runs on the loop before the script starts, to register more host functions.
     /// The future succeeds with the outcome; uncaught errors go to `options.reportFailure`.
     public static func run(
         _ source: ScriptSource,
         arguments: [String] = [],
+        commandLine: [String] = [],
         options: RuntimeOptions = RuntimeOptions(),
         on loop: any EventLoop,
         configure: @escaping @Sendable (LuaRuntime) throws -> Void = { _ in }
@@ -108,13 +110,13 @@ public final class LuaRuntime: @unchecked Sendable {
                 runtime.close()
                 return runtime.promise.futureResult
             }
-            return runtime.start(source, arguments: arguments)
+            return runtime.start(source, arguments: arguments, commandLine: commandLine)
         }
     }
 
     // MARK: starting
 
-    func start(_ source: ScriptSource, arguments: [String]) -> EventLoopFuture<RunOutcome> {
+    func start(_ source: ScriptSource, arguments: [String], commandLine: [String]) -> EventLoopFuture<RunOutcome> {
         let lua = state
         let status: Int32
         let name: String
@@ -138,7 +140,7 @@ public final class LuaRuntime: @unchecked Sendable {
             finish(.invalidScript(message))
             return promise.futureResult
         }
-        setArgTable(scriptName: name, arguments: arguments)
+        setArgTable(scriptName: name, arguments: arguments, commandLine: commandLine)
         // The cap is the script's: Baton's own setup is not counted against it.
         if let max = options.maxMemory { limits.pointee.limit = max }
 
@@ -162,9 +164,13 @@ public final class LuaRuntime: @unchecked Sendable {
         return promise.futureResult
     }
 
-    private func setArgTable(scriptName: String, arguments: [String]) {
+    private func setArgTable(scriptName: String, arguments: [String], commandLine: [String]) {
         let lua = state
-        lua.newTable(arrayCount: Int32(arguments.count), recordCount: 1)
+        lua.newTable(arrayCount: Int32(arguments.count), recordCount: Int32(1 + commandLine.count))
+        for (i, word) in commandLine.reversed().enumerated() {
+            lua.push(word)
+            lua.rawSet(-2, index: -(i + 1))
+        }
         lua.push(scriptName)
         lua.rawSet(-2, index: 0)
         for (i, a) in arguments.enumerated() {

@@ -37,7 +37,17 @@ struct Baton: ParsableCommand {
                 if !message.isEmpty { print(message) }
                 exitProcess(0)
             }
-            if !message.isEmpty { StandardError.write(message + "\n") }
+            if !message.isEmpty {
+                // Scripts that parse JSON logs get a JSON line even for a usage error.
+                let args = CommandLine.arguments
+                let json = args.contains("--log-format=json")
+                    || zip(args, args.dropFirst()).contains { $0 == "--log-format" && $1 == "json" }
+                if json {
+                    FailureReport.write(message: message, format: .json)
+                } else {
+                    StandardError.write(message + "\n")
+                }
+            }
             exitProcess(code == .validationFailure ? 2 : code.rawValue)
         }
     }

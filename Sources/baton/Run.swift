@@ -11,8 +11,9 @@ struct Run: ParsableCommand {
         discussion: """
             The script gets Lua's standard libraries and `baton` (a global, and \
             `require "baton"`). Its arguments are `...` and `arg[1]`, `arg[2]`, ...; \
-            `arg[0]` is the script's name. Anything after the script goes to the script, \
-            flags included.
+            `arg[0]` is the script's name and `arg[-1]`, `arg[-2]`, ... the words before \
+            it. Anything after the script goes to the script, flags included. With -e, \
+            flags right after the chunk are baton's: put -- before the chunk's arguments.
 
             The run ends when the main chunk has returned and nothing is left that can \
             fire (no task, timer or wait pending), at `baton.exit(code)`, or at --timeout.
@@ -75,13 +76,15 @@ struct Run: ParsableCommand {
 
         let source: ScriptSource
         var args = arguments
+        var commandLine: [String] = []
         if let execute {
             source = .string(execute, chunkName: "(command line)")
             if let script { args.insert(script, at: 0) }
-        } else if script == "-" {
-            source = .standardInput
         } else {
-            source = .file(script!)
+            source = script == "-" ? .standardInput : .file(script!)
+            // The words before the script, for arg[-n...-1]: the script and its arguments end
+            // the command line.
+            commandLine = Array(CommandLine.arguments.dropLast(args.count + 1))
         }
         let options = RuntimeOptions(
             timeout: timeout.flatMap(DurationText.parse),
@@ -90,7 +93,7 @@ struct Run: ParsableCommand {
             reportFailure: { FailureReport.write($0, format: format) }
         )
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let outcome = try LuaRuntime.run(source, arguments: args, options: options, on: group.next()).wait()
+        let outcome = try LuaRuntime.run(source, arguments: args, commandLine: commandLine, options: options, on: group.next()).wait()
         switch outcome {
         case .invalidScript(let message):
             FailureReport.write(message: message, format: format)

@@ -28,6 +28,14 @@ struct ArgumentsTests {
         #expect(r.stdout == expected("x.lua", args), "\(r)")
     }
 
+    @Test("arg[-n...-1] are the words before the script, as the stock lua sets them")
+    func wordsBeforeTheScript() async throws {
+        let r = try await runScript(
+            "print(arg[-3], arg[-2], arg[-1], arg[0], arg[1])", flags: ["--timeout", "5s"], args: ["a"])
+        #expect(r.exitCode == 0, "\(r)")
+        #expect(r.stdout == "run\t--timeout\t5s\tx.lua\ta\n", "\(r)")
+    }
+
     @Test("no arguments: arg holds only the script name and ... is empty")
     func none() async throws {
         let r = try await runScript(Self.dump)

@@ -177,6 +177,19 @@ struct LoggingTests {
         #expect((objects.last?["traceback"] as? String)?.contains("x.lua:6: in main chunk") == true, "\(r)")
     }
 
+    @Test("--log-format json: usage errors and scripts that do not load are JSON lines too", arguments: [
+        ["run", "--log-format", "json", "--timeout", "zz", "x.lua"],
+        ["run", "--log-format=json", "--bogus"],
+        ["run", "--log-format", "json", "-e", "x = = 1"],
+    ])
+    func jsonUsageErrors(_ args: [String]) async throws {
+        let r = try await BatonProcess.run(args)
+        #expect(r.exitCode == 2, "\(r)")
+        let objects = jsonLines(r.stderr)
+        #expect(objects.count == 1 && r.stderrLines.count == 1, "\(r)")
+        #expect(objects.first?["level"] as? String == "error", "\(r)")
+    }
+
     @Test("--log-format text is the default and can be asked for")
     func textExplicit() async throws {
         let r = try await runScript("baton.log.info('x')", flags: ["--log-format", "text"])
