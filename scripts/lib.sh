@@ -20,7 +20,8 @@ ensure_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# The packages every build needs: Lua 5.4's headers and library, found through pkg-config.
+# The packages every build needs (Lua 5.4's headers and library, found through pkg-config),
+# and any more given, in one apt run.
 ensure_build_packages() {
-  ensure_packages pkg-config liblua5.4-dev
+  ensure_packages pkg-config liblua5.4-dev "$@"
 }

@@ -106,8 +106,7 @@ struct JSONReader {
     let lua: LuaState
     let metatables: LuaRuntime.Metatables
     var path = "value"
-    var visiting: [UnsafeRawPointer] = []
-    static let maxDepth = 256
+    var nesting = TableNesting(maxDepth: 256)
 
     init(lua: LuaState, metatables: LuaRuntime.Metatables) {
         self.lua = lua
@@ -135,23 +134,13 @@ struct JSONReader {
         case .table:
             return try readTable(idx)
         case .userdata:
-            var mt: UnsafeRawPointer?
-            if lua_getmetatable(lua.pointer, idx) != 0 {
-                mt = lua.toPointer(at: -1)
-                lua.pop()
+            switch metatables.userdata(at: idx, on: lua) {
+            case .null: return .null
+            case .date(let d): return .string(ISO8601.format(d))
+            case .uuid(let u): return .string(u.uuidString.lowercased())
+            case .bytes(let b): return .string(Base64.encode(b))
+            case nil: throw error("cannot encode a \(lua.typeName(at: idx))")
             }
-            let p = lua.toUserdata(at: idx)
-            if mt == metatables.null { return .null }
-            if mt == metatables.date, let p {
-                return .string(ISO8601.format(Date(timeIntervalSince1970: p.load(as: Double.self))))
-            }
-            if mt == metatables.uuid, let p { return .string(LuaRuntime.uuid(at: p).uuidString.lowercased()) }
-            if mt == metatables.bytes {
-                LuaRuntime.pushBytesString(lua, at: idx)
-                defer { lua.pop() }
-                return .string(Base64.encode(lua.toBytes(at: -1) ?? []))
-            }
-            throw error("cannot encode a \(lua.typeName(at: idx))")
         case .nil, .none:
             return .null
         default:
@@ -160,17 +149,9 @@ struct JSONReader {
     }
 
     private mutating func readTable(_ t: Int32) throws(ValueError) -> JSON {
-        let ptr = lua.toPointer(at: t)!
-        if visiting.contains(ptr) { throw error("cycle: the table contains itself") }
-        if visiting.count >= Self.maxDepth { throw error("nested deeper than \(Self.maxDepth) levels") }
-        guard lua.checkStack(6) else { throw error("nested too deeply") }
-        visiting.append(ptr)
-        defer { visiting.removeLast() }
-        var marked = false
-        if lua_getmetatable(lua.pointer, t) != 0 {
-            marked = lua.toPointer(at: -1) == metatables.array
-            lua.pop()
-        }
+        if let reason = nesting.enter(t, on: lua) { throw error(reason) }
+        defer { nesting.leave() }
+        let marked = metatables.isMarkedArray(t, on: lua)
         let base = path
         defer { path = base }
         switch lua.tableShape(at: t, markedArray: marked) {

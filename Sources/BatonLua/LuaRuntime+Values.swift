@@ -122,8 +122,7 @@ struct ValueReader {
 
     let lua: LuaState
     let metatables: LuaRuntime.Metatables
-    var visiting: [UnsafeRawPointer] = []
-    static let maxDepth = 64
+    var nesting = TableNesting(maxDepth: 64)
 
     init(lua: LuaState, metatables: LuaRuntime.Metatables) {
         self.lua = lua
@@ -131,17 +130,9 @@ struct ValueReader {
     }
 
     /// The kind's name in a script author's words.
+    /// Integers and floats are both numbers here, as they are to Lua.
     static func kindName(_ v: Value) -> String {
-        switch v {
-        case .string: "string"
-        case .int, .double: "number"
-        case .bool: "boolean"
-        case .date: "date"
-        case .uuid: "uuid"
-        case .bytes: "bytes"
-        case .array: "array"
-        case .dictionary: "dictionary"
-        }
+        v.kind == .int ? Value.Kind.double.luaName : v.kind.luaName
     }
 
     mutating func read(_ idx: Int32) throws(Failure) -> Value {
@@ -159,18 +150,12 @@ struct ValueReader {
         case .table:
             return try readTable(idx)
         case .userdata:
-            guard lua_getmetatable(lua.pointer, idx) != 0 else { throw Failure("cannot send a userdata") }
-            let mt = lua.toPointer(at: -1)
-            lua.pop()
-            let p = lua.toUserdata(at: idx)!
-            if mt == metatables.date { return .date(Date(timeIntervalSince1970: p.load(as: Double.self))) }
-            if mt == metatables.uuid { return .uuid(LuaRuntime.uuid(at: p)) }
-            if mt == metatables.bytes {
-                LuaRuntime.pushBytesString(lua, at: idx)
-                defer { lua.pop() }
-                return .bytes(lua.toBytes(at: -1) ?? [])
+            switch metatables.userdata(at: idx, on: lua) {
+            case .date(let d): return .date(d)
+            case .uuid(let u): return .uuid(u)
+            case .bytes(let b): return .bytes(b)
+            case .null, nil: throw Failure("cannot send a \(lua.typeName(at: idx))")
             }
-            throw Failure("cannot send a \(lua.typeName(at: idx))")
         case .nil, .none:
             throw Failure("cannot send nil")
         default:
@@ -179,18 +164,9 @@ struct ValueReader {
     }
 
     private mutating func readTable(_ t: Int32) throws(Failure) -> Value {
-        let ptr = lua.toPointer(at: t)!
-        if visiting.contains(ptr) { throw Failure("cycle: the table contains itself") }
-        if visiting.count >= Self.maxDepth { throw Failure("nested deeper than \(Self.maxDepth) levels") }
-        guard lua.checkStack(6) else { throw Failure("nested too deeply") }
-        visiting.append(ptr)
-        defer { visiting.removeLast() }
-
-        var marked = false
-        if lua_getmetatable(lua.pointer, t) != 0 {
-            marked = lua.toPointer(at: -1) == metatables.array
-            lua.pop()
-        }
+        if let reason = nesting.enter(t, on: lua) { throw Failure(reason) }
+        defer { nesting.leave() }
+        let marked = metatables.isMarkedArray(t, on: lua)
         // The common dictionary: one pass, reading values as the keys come.
         if !marked {
             lua.pushNil()
