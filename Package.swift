@@ -13,6 +13,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
     ],
     targets: [
         // Debian's liblua5.4 (apt liblua5.4-dev), found through pkg-config.
@@ -25,6 +26,16 @@ let package = Package(
         // ever crosses a Swift frame.
         .target(name: "CLuaShim", dependencies: ["CLua"]),
         .target(name: "BatonCore"),
+        // Protocol/baton.proto's generated Swift (committed; scripts/gen-proto), the frame codec,
+        // and Value ⇄ wire.
+        .target(
+            name: "BatonWire",
+            dependencies: [
+                "BatonCore",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .target(
             name: "BatonLua",
             dependencies: [
@@ -48,6 +59,14 @@ let package = Package(
             dependencies: ["BatonLua", "BatonCore", "CLuaShim"]
         ),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
+        .testTarget(
+            name: "BatonWireTests",
+            dependencies: [
+                "BatonWire", "BatonCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
         .testTarget(name: "BatonLuaTests", dependencies: ["BatonLua", "BatonCore"]),
         .testTarget(name: "BatonCLITests", dependencies: ["BatonCore"]),
     ],
