@@ -45,6 +45,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The host side: the agent's Lua configuration, its apps, launch dispatch and services.
+        .target(
+            name: "BatonAgent",
+            dependencies: [
+                "BatonLua", "BatonCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "baton",
             dependencies: [
@@ -68,6 +77,13 @@ let package = Package(
             ]
         ),
         .testTarget(name: "BatonLuaTests", dependencies: ["BatonLua", "BatonCore"]),
+        .testTarget(
+            name: "BatonAgentTests",
+            dependencies: [
+                "BatonAgent", "BatonLua", "BatonCore",
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         .testTarget(name: "BatonCLITests", dependencies: ["BatonCore"]),
     ],
     swiftLanguageModes: [.v6]

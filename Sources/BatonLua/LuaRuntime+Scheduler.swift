@@ -93,6 +93,7 @@ extension LuaRuntime {
 
     private func complete(_ task: LuaTask, results n: Int32) {
         let co = task.thread
+        task.completion?(.success(TaskResults(lua: co, count: n)))
         if let handle = task.handleRef, co.checkStack(4) {
             // Keep the results in the handle, for :wait() calls now and later.
             co.newTable(arrayCount: n, recordCount: 1)
@@ -111,7 +112,8 @@ extension LuaRuntime {
     private func fail(_ task: LuaTask) {
         let co = task.thread
         failed = true
-        report(task: task)
+        let failure = report(task: task)
+        task.completion?(.failure(failure))
         if let handle = task.handleRef {
             storeOutcome(handle: handle, on: co, state: TaskHandle.failed)
         }
@@ -154,13 +156,39 @@ extension LuaRuntime {
         }
     }
 
-    private func report(task: LuaTask) {
+    @discardableResult
+    private func report(task: LuaTask) -> ScriptFailure {
         let co = task.thread
         let message = co.describe(at: -1)
         luaL_traceback(state.pointer, co.pointer, nil, 0)
         let traceback = state.toString(at: -1) ?? ""
         state.pop()
-        options.reportFailure(ScriptFailure(message: message, traceback: traceback, context: task.context))
+        let failure = ScriptFailure(message: message, traceback: traceback, context: task.context)
+        options.reportFailure(failure)
+        return failure
+    }
+
+    // MARK: tasks the host starts
+
+    /// Runs the Lua function referenced by `function` (see ``LuaRuntime/reference(at:on:)``) as
+    /// a new task, with the arguments `arguments` pushes onto the task's stack (returning how
+    /// many). `completion` runs on the loop with the results, or with the failure (which is
+    /// also reported, traceback included). Call on the loop.
+    public func startTask(
+        function: LuaReference, name: String,
+        arguments: (LuaState) -> Int32,
+        completion: @escaping (Result<TaskResults, ScriptFailure>) -> Void
+    ) {
+        eventLoop.preconditionInEventLoop()
+        guard !finished else {
+            completion(.failure(ScriptFailure(message: "the Lua runtime has stopped", traceback: "", context: name)))
+            return
+        }
+        let task = makeTask(origin: .host(name))
+        task.completion = completion
+        let co = task.thread
+        co.pushRef(function.ref)
+        enqueue(task, nargs: arguments(co))
     }
 
     // MARK: waiting on the host

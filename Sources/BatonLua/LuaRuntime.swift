@@ -34,6 +34,9 @@ public final class LuaRuntime: @unchecked Sendable {
     var finished = false
     var deadline: Scheduled<Void>?
     let promise: EventLoopPromise<RunOutcome>
+    /// Told when the main chunk has returned or failed, before the run may go on serving
+    /// timers and tasks (an agent starts listening then). Set it in `configure`.
+    public var mainChunkCompletion: ((Result<Void, ScriptFailure>) -> Void)?
     /// Metatables' addresses, to recognise Baton's own userdata quickly.
     var metatables = Metatables()
     /// Registry reference of `baton.json.null`.
@@ -146,6 +149,9 @@ public final class LuaRuntime: @unchecked Sendable {
 
         // The main chunk runs as a coroutine, like every task.
         let task = makeTask(origin: .main)
+        if let done = mainChunkCompletion {
+            task.completion = { result in done(result.map { _ in () }) }
+        }
         let chunk = lua.top
         lua.pushValue(at: chunk)
         lua_xmove(lua.pointer, task.thread.pointer, 1)
@@ -203,6 +209,23 @@ public final class LuaRuntime: @unchecked Sendable {
         lua_setglobal(state.pointer, name)
     }
 
+    /// Keeps the value at `index` of `lua` alive and returns a handle to it, for
+    /// ``startTask(function:name:arguments:completion:)`` or ``push(_:on:)-(LuaReference,_)``.
+    public func reference(at index: Int32, on lua: LuaState) -> LuaReference {
+        lua.pushValue(at: index)
+        return LuaReference(ref: lua.ref())
+    }
+
+    /// Pushes the referenced value.
+    public func push(_ reference: LuaReference, on lua: LuaState) {
+        lua.pushRef(reference.ref)
+    }
+
+    /// Lets the referenced value be collected.
+    public func release(_ reference: LuaReference) {
+        state.unref(reference.ref)
+    }
+
     /// Keeps the run alive (an open channel, a running watcher) until ``releaseKeepAlive()``.
     public func retainKeepAlive() { keepAliveCount += 1 }
 
@@ -234,4 +257,9 @@ public final class LuaRuntime: @unchecked Sendable {
         tasks.removeAll()
         lua_close(state.pointer)
     }
+}
+
+/// A Lua value the host keeps alive (a registry reference). Use it on its runtime's loop only.
+public struct LuaReference: Sendable, Hashable {
+    let ref: Int32
 }

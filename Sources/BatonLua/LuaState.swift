@@ -117,8 +117,8 @@ public struct LuaState: @unchecked Sendable {
 
     // MARK: tables (raw access only: no metamethod may run from Swift)
 
-    @inline(__always) public func rawGet(_ table: Int32) -> LuaType { LuaType(rawValue: lua_rawget(pointer, table)) ?? .none }
-    @inline(__always) public func rawGet(_ table: Int32, index: Int) -> LuaType {
+    @inline(__always) @discardableResult public func rawGet(_ table: Int32) -> LuaType { LuaType(rawValue: lua_rawget(pointer, table)) ?? .none }
+    @inline(__always) @discardableResult public func rawGet(_ table: Int32, index: Int) -> LuaType {
         LuaType(rawValue: lua_rawgeti(pointer, table, lua_Integer(index))) ?? .none
     }
     @inline(__always) public func rawSet(_ table: Int32) { lua_rawset(pointer, table) }

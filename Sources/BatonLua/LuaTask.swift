@@ -5,6 +5,8 @@ final class LuaTask: @unchecked Sendable {
         case main
         case spawned(at: String)
         case timer(id: Int, at: String)
+        /// Started by the host (a service provider, a launch function), named for reports.
+        case host(String)
     }
 
     let id: Int
@@ -23,6 +25,8 @@ final class LuaTask: @unchecked Sendable {
     var earlyWake: ((LuaState) -> Int32)?
     /// Tasks blocked in `:wait()` on this one.
     var waiters: [LuaTask] = []
+    /// For a task the host started: told the results (on the task's stack) or the failure.
+    var completion: ((Result<TaskResults, ScriptFailure>) -> Void)?
 
     init(id: Int, origin: Origin, thread: LuaState, threadRef: Int32) {
         self.id = id
@@ -37,6 +41,7 @@ final class LuaTask: @unchecked Sendable {
         case .main: nil
         case .spawned(let at): "task \(id) (spawned at \(at))"
         case .timer(let timer, let at): "timer \(timer) (set at \(at))"
+        case .host(let name): name
         }
     }
 }
@@ -45,4 +50,14 @@ final class LuaTask: @unchecked Sendable {
 public struct Suspension: @unchecked Sendable {
     let task: LuaTask
     let token: UInt64
+}
+
+/// The results of a finished task, readable during the completion callback only.
+public struct TaskResults {
+    /// The task's stack; the results are its top `count` values.
+    public let lua: LuaState
+    public let count: Int32
+
+    /// The stack index of result `i` (1-based).
+    public func index(_ i: Int32) -> Int32 { lua.top - count + i }
 }

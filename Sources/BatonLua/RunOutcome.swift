@@ -26,7 +26,7 @@ public enum RunOutcome: Sendable, Equatable {
 }
 
 /// An uncaught error in a script, as the user should see it.
-public struct ScriptFailure: Sendable, Equatable {
+public struct ScriptFailure: Error, Sendable, Equatable {
     /// `script.lua:3: message`.
     public var message: String
     /// Lua's `stack traceback:` text, one frame a line.

@@ -1,0 +1,209 @@
+import BatonCore
+import BatonLua
+import CLuaShim
+import Logging
+import NIOCore
+
+/// A device's host: its configuration (run in Lua), its apps, launch dispatch and the app
+/// services it provides. Everything runs on the agent runtime's event loop.
+public final class Agent: @unchecked Sendable {
+    /// The Lua runtime that ran the configuration and runs launch functions and providers.
+    public let runtime: LuaRuntime
+    /// The device and apps, as configured.
+    public private(set) var configuration: AgentConfiguration
+    /// Completes when the agent's Lua runtime ends (after ``stop()``, or a fatal error).
+    public let ended: EventLoopFuture<RunOutcome>
+    let logger: Logger
+    private let spawner: ProcessSpawner
+
+    private init(runtime: LuaRuntime, configuration: AgentConfiguration, ended: EventLoopFuture<RunOutcome>, logger: Logger) {
+        self.runtime = runtime
+        self.configuration = configuration
+        self.ended = ended
+        self.logger = logger
+        self.spawner = ProcessSpawner(eventLoop: runtime.eventLoop)
+    }
+
+    /// Runs `config` (nil: no file, the defaults alone) and returns the agent once the
+    /// configuration's main chunk has returned. A configuration that fails to load or raises
+    /// fails the future with the script's message (`agent.lua:3: app: id is required`).
+    public static func start(
+        config: ScriptSource?, defaults: AgentConfiguration, options: RuntimeOptions, on loop: any EventLoop
+    ) -> EventLoopFuture<Agent> {
+        let ready = loop.makePromise(of: Agent.self)
+        let collector = ConfigurationCollector(defaults: defaults)
+        let source = config ?? .string("", chunkName: "defaults")
+        let endedPromise = loop.makePromise(of: RunOutcome.self)
+        let ended = LuaRuntime.run(source, options: options, on: loop) { runtime in
+            collector.install(in: runtime)
+            runtime.retainKeepAlive()
+            runtime.mainChunkCompletion = { result in
+                switch result {
+                case .success:
+                    ready.succeed(Agent(
+                        runtime: runtime, configuration: collector.configuration,
+                        ended: endedPromise.futureResult, logger: options.logger))
+                case .failure(let failure):
+                    ready.fail(failure)
+                }
+            }
+        }
+        ended.whenComplete { result in
+            // Only matters if the configuration never finished: a promise completes once.
+            switch result {
+            case .success(.invalidScript(let message)):
+                ready.fail(ScriptFailure(message: message, traceback: "", context: nil))
+            case .failure(let error):
+                ready.fail(error)
+            default:
+                ready.fail(ScriptFailure(message: "the configuration ended the agent", traceback: "", context: nil))
+            }
+            endedPromise.completeWith(result)
+        }
+        return ready.futureResult
+    }
+
+    /// Lets the runtime end once nothing else is pending.
+    public func stop() {
+        runtime.eventLoop.execute { self.runtime.releaseKeepAlive() }
+    }
+
+    // MARK: launching
+
+    /// Launches `request` as Rome would (see ``AgentConfiguration/resolve(_:)``). `success`
+    /// means the handler or app started; a handler that cannot start gives `unknown`, with the
+    /// reason logged.
+    public func launch(_ request: LaunchRequest) -> EventLoopFuture<(LaunchStatus, String)> {
+        runtime.eventLoop.flatSubmit { [self] in
+            switch configuration.resolve(request) {
+            case .refused(let status, let detail):
+                return runtime.eventLoop.makeSucceededFuture((status, detail))
+            case .handler(let handler, let uri):
+                return runtime.eventLoop.makeSucceededFuture(run(handler.command, uri: uri, data: request.data, for: "handler for \(handler.scheme):"))
+            case .app(let app, let uri):
+                switch app.launch {
+                case .command(let command):
+                    return runtime.eventLoop.makeSucceededFuture(run(command, uri: uri, data: request.data, for: app.info.id))
+                case .lua(let function):
+                    return launch(app: app.info.id, function: function, uri: uri, data: request.data)
+                case .none:
+                    return runtime.eventLoop.makeSucceededFuture((.protocolUnavailable, "\(app.info.id) cannot be launched"))
+                }
+            }
+        }
+    }
+
+    private func run(_ command: ArgvTemplate, uri: String, data: ValueDictionary, for what: String) -> (LaunchStatus, String) {
+        let argv = command.argv(uri: uri, data: data)
+        if let problem = spawner.spawn(argv) {
+            logger.error("launch failed", metadata: ["by": "\(what)", "reason": "\(problem)"])
+            return (.unknown, problem)
+        }
+        logger.info("launched", metadata: ["by": "\(what)", "uri": "\(uri)"])
+        return (.success, "")
+    }
+
+    private func launch(app id: String, function: LuaReference, uri: String, data: ValueDictionary) -> EventLoopFuture<(LaunchStatus, String)> {
+        let promise = runtime.eventLoop.makePromise(of: (LaunchStatus, String).self)
+        runtime.startTask(function: function, name: "launch function of \(id)", arguments: { [runtime] lua in
+            lua.push(uri)
+            runtime.push(.dictionary(data), on: lua)
+            return 2
+        }) { [logger] result in
+            switch result {
+            case .failure(let failure):
+                promise.succeed((.unknown, failure.message))
+            case .success(let results):
+                let lua = results.lua
+                let first = results.count > 0 ? results.index(1) : 0
+                if results.count == 0 || lua.type(at: first) == .nil {
+                    promise.succeed((.success, ""))
+                } else if let text = lua.toString(at: first), let status = LaunchStatus(rawValue: text) {
+                    promise.succeed((status, results.count > 1 ? lua.toString(at: results.index(2)) ?? "" : ""))
+                } else {
+                    let got = lua.describe(at: first)
+                    logger.error("launch function returned something that is not a launch status", metadata: ["app": "\(id)", "returned": "\(got)"])
+                    promise.succeed((.unknown, "the launch function of \(id) returned \(got), not a launch status"))
+                }
+            }
+        }
+        return promise.futureResult
+    }
+
+    // MARK: app services
+
+    /// Whether `service` of `app` can be opened.
+    public func openStatus(app id: String, service: String) -> (OpenStatus, String) {
+        guard let app = configuration.app(id) else { return (.appNotInstalled, "no app \(id) on \(configuration.device.name)") }
+        guard app.services[service] != nil else {
+            return (.appServiceUnavailable, "\(id) has no service \(service)")
+        }
+        return (.success, "")
+    }
+
+    /// Runs `service`'s provider with `message` in a new task. `pushConnection` pushes the
+    /// `conn` argument (the channel, as Lua sees it). The provider's `table` is the response;
+    /// `nil, status` answers with that status; an error is answered `failure` and logged with
+    /// its traceback.
+    public func serve(
+        app id: String, service: String, message: ValueDictionary, pushConnection: @escaping @Sendable (LuaState) -> Void
+    ) -> EventLoopFuture<ServiceReply> {
+        runtime.eventLoop.flatSubmit { [self] in
+            guard let provider = configuration.app(id)?.services[service] else {
+                return runtime.eventLoop.makeSucceededFuture(ServiceReply(status: .unknown, detail: "\(id) has no service \(service)"))
+            }
+            let promise = runtime.eventLoop.makePromise(of: ServiceReply.self)
+            runtime.startTask(function: provider, name: "service \(service) of \(id)", arguments: { [runtime] lua in
+                runtime.push(.dictionary(message), on: lua)
+                pushConnection(lua)
+                return 2
+            }) { [runtime] result in
+                promise.succeed(Self.reply(from: result, runtime: runtime, service: service))
+            }
+            return promise.futureResult
+        }
+    }
+
+    private static func reply(from result: Result<TaskResults, ScriptFailure>, runtime: LuaRuntime, service: String) -> ServiceReply {
+        switch result {
+        case .failure(let failure):
+            return ServiceReply(status: .failure, detail: failure.message)
+        case .success(let results):
+            let lua = results.lua
+            guard results.count > 0 else { return ServiceReply(status: .success) }
+            let first = results.index(1)
+            switch lua.type(at: first) {
+            case .table:
+                do {
+                    guard case .dictionary(let d) = try runtime.value(at: first, on: lua, root: "response") else {
+                        return ServiceReply(status: .failure, detail: "the provider of \(service) returned an array, not a message")
+                    }
+                    return ServiceReply(status: .success, message: d)
+                } catch {
+                    return ServiceReply(status: .failure, detail: "the provider of \(service) returned a bad message: \(error)")
+                }
+            case .nil:
+                let text = results.count > 1 ? lua.toString(at: results.index(2)) : nil
+                let status = text.flatMap(ResponseStatus.init(rawValue:)) ?? .failure
+                return ServiceReply(status: status == .success ? .failure : status, detail: text ?? "")
+            default:
+                return ServiceReply(status: .failure, detail: "the provider of \(service) returned a \(lua.typeName(at: first)), not a message table")
+            }
+        }
+    }
+}
+
+/// An answer to a service request.
+public struct ServiceReply: Sendable, Equatable {
+    public var status: ResponseStatus
+    /// The response message when `status` is `success`.
+    public var message: ValueDictionary
+    /// For people: why, when the status is not `success`.
+    public var detail: String
+
+    public init(status: ResponseStatus, message: ValueDictionary = [:], detail: String = "") {
+        self.status = status
+        self.message = message
+        self.detail = detail
+    }
+}

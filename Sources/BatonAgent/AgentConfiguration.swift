@@ -1,0 +1,47 @@
+import BatonCore
+import BatonLua
+
+/// What an agent hosts: the device, its default handlers per scheme, and its apps.
+public struct AgentConfiguration: Sendable {
+    /// A default handler: how the device opens a scheme when no app is named.
+    public struct Handler: Sendable, Equatable {
+        public var scheme: String
+        public var command: ArgvTemplate
+    }
+
+    /// How an app is launched.
+    public enum LaunchAction: Sendable {
+        /// A Lua function `(uri, data)` returning a status string (nil or nothing means success).
+        case lua(LuaReference)
+        /// A command run with the URI substituted.
+        case command(ArgvTemplate)
+        /// The app cannot be launched, only its services opened.
+        case none
+    }
+
+    /// An app and how to run it.
+    public struct App: Sendable {
+        public var info: AppInfo
+        public var launch: LaunchAction
+        /// Service name → provider function `(msg, conn)`.
+        public var services: [String: LuaReference]
+
+        /// Whether the app takes `scheme`.
+        public func takes(_ scheme: String) -> Bool { info.schemes.contains(scheme) }
+    }
+
+    public var device: DeviceInfo
+    /// Scheme → handler.
+    public var handlers: [String: Handler]
+    /// In the order configured.
+    public var apps: [App]
+
+    public init(device: DeviceInfo, handlers: [String: Handler] = [:], apps: [App] = []) {
+        self.device = device
+        self.handlers = handlers
+        self.apps = apps
+    }
+
+    /// The app with `id`, if the device has it.
+    public func app(_ id: String) -> App? { apps.first { $0.info.id == id } }
+}

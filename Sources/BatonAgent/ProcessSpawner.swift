@@ -1,0 +1,49 @@
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Starts handler commands: argv lists, never a shell. Children are reaped on the agent's loop.
+final class ProcessSpawner: @unchecked Sendable {
+    private let eventLoop: any EventLoop
+    private var children: Set<pid_t> = []
+    private var reaping: RepeatedTask?
+
+    init(eventLoop: any EventLoop) { self.eventLoop = eventLoop }
+
+    /// Starts `argv[0]` (looked up in PATH) with `argv`; standard input is /dev/null, output
+    /// goes where the agent's goes. Returns why it could not start, if it could not.
+    func spawn(_ argv: [String]) -> String? {
+        eventLoop.preconditionInEventLoop()
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        let cargs = argv.map { strdup($0) } + [nil]
+        defer { for p in cargs { free(p) } }
+        var pid: pid_t = 0
+        let rc = posix_spawnp(&pid, argv[0], &actions, nil, cargs, environ)
+        guard rc == 0 else { return "cannot start \(argv[0]): \(String(cString: strerror(rc)))" }
+        children.insert(pid)
+        if reaping == nil {
+            reaping = eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(100), delay: .milliseconds(250)) { [self] _ in
+                reap()
+            }
+        }
+        return nil
+    }
+
+    private func reap() {
+        for pid in children {
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) != 0 { children.remove(pid) }
+        }
+        if children.isEmpty {
+            reaping?.cancel()
+            reaping = nil
+        }
+    }
+}
