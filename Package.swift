@@ -45,11 +45,32 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Connections: NIO server and client channels, the handshake, request ids, channel
+        // multiplexing, keepalive and timeouts.
+        .target(
+            name: "BatonNet",
+            dependencies: [
+                "BatonWire", "BatonCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The public Swift API: launch, describe, app-service connections.
+        .target(
+            name: "BatonClient",
+            dependencies: [
+                "BatonNet", "BatonWire", "BatonCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The host side: the agent's Lua configuration, its apps, launch dispatch and services.
         .target(
             name: "BatonAgent",
             dependencies: [
-                "BatonLua", "BatonCore",
+                "BatonLua", "BatonCore", "BatonNet", "BatonWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -57,7 +78,7 @@ let package = Package(
         .executableTarget(
             name: "baton",
             dependencies: [
-                "BatonLua", "BatonCore",
+                "BatonLua", "BatonCore", "BatonAgent", "BatonNet", "BatonWire", "BatonClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -77,6 +98,14 @@ let package = Package(
             ]
         ),
         .testTarget(name: "BatonLuaTests", dependencies: ["BatonLua", "BatonCore"]),
+        .testTarget(
+            name: "BatonNetTests",
+            dependencies: [
+                "BatonClient", "BatonNet", "BatonWire", "BatonCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         .testTarget(
             name: "BatonAgentTests",
             dependencies: [

@@ -15,6 +15,9 @@ public final class Agent: @unchecked Sendable {
     public let ended: EventLoopFuture<RunOutcome>
     let logger: Logger
     private let spawner: ProcessSpawner
+    /// Client connections being served, by number.
+    var connections: [Int: AgentConnection] = [:]
+    var nextConnectionNumber = 1
 
     private init(runtime: LuaRuntime, configuration: AgentConfiguration, ended: EventLoopFuture<RunOutcome>, logger: Logger) {
         self.runtime = runtime
@@ -61,6 +64,12 @@ public final class Agent: @unchecked Sendable {
             endedPromise.completeWith(result)
         }
         return ready.futureResult
+    }
+
+    /// Applies command-line overrides of the configured name and kind. Call on the loop.
+    public func override(name: String?, kind: DeviceKind?) {
+        if let name { configuration.device.name = name }
+        if let kind { configuration.device.kind = kind }
     }
 
     /// Lets the runtime end once nothing else is pending.

@@ -7,6 +7,11 @@ public struct AgentConfiguration: Sendable {
     public struct Handler: Sendable, Equatable {
         public var scheme: String
         public var command: ArgvTemplate
+
+        public init(scheme: String, command: ArgvTemplate) {
+            self.scheme = scheme
+            self.command = command
+        }
     }
 
     /// How an app is launched.

@@ -179,16 +179,32 @@ extension LuaRuntime {
         arguments: (LuaState) -> Int32,
         completion: @escaping (Result<TaskResults, ScriptFailure>) -> Void
     ) {
+        startTask(name: name, push: { lua in
+            lua.pushRef(function.ref)
+            return arguments(lua)
+        }, completion: completion)
+    }
+
+    /// Runs a new task whose function and arguments `push` puts on the task's stack, returning
+    /// the number of arguments, or nil when there is nothing to run (the task is dropped and
+    /// `completion` is not called). Call on the loop.
+    public func startTask(
+        name: String, push: (LuaState) -> Int32?,
+        completion: ((Result<TaskResults, ScriptFailure>) -> Void)? = nil
+    ) {
         eventLoop.preconditionInEventLoop()
         guard !finished else {
-            completion(.failure(ScriptFailure(message: "the Lua runtime has stopped", traceback: "", context: name)))
+            completion?(.failure(ScriptFailure(message: "the Lua runtime has stopped", traceback: "", context: name)))
             return
         }
         let task = makeTask(origin: .host(name))
         task.completion = completion
-        let co = task.thread
-        co.pushRef(function.ref)
-        enqueue(task, nargs: arguments(co))
+        guard let nargs = push(task.thread) else {
+            tasks[task.id] = nil
+            state.unref(task.threadRef)
+            return
+        }
+        enqueue(task, nargs: nargs)
     }
 
     // MARK: waiting on the host

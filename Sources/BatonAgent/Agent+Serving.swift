@@ -1,0 +1,133 @@
+import BatonCore
+import BatonLua
+import BatonNet
+import BatonWire
+import CLuaShim
+import Logging
+import NIOCore
+
+extension Agent {
+    /// Starts listening on `host:port` (0 picks a free port) on the agent's own loop.
+    public func listen(host: String, port: Int, limits: FrameLimits = FrameLimits(), timing: PeerConnection.Timing = PeerConnection.Timing()) -> EventLoopFuture<AgentServer> {
+        let loop = runtime.eventLoop
+        return loop.flatSubmit { [self] in
+            installChannelObjects()
+            return AgentServer.bind(host: host, port: port, on: loop, limits: limits, timing: timing, logger: logger) { [self] connection in
+                let number = nextConnectionNumber
+                nextConnectionNumber += 1
+                let handler = AgentConnection(agent: self, number: number, connection: connection)
+                connections[number] = handler
+                return handler
+            }
+        }
+    }
+
+    /// The `conn` table a provider receives: `conn.id`, `conn.app`, `conn.service`,
+    /// `conn:send(msg)` (a request to the client, answered by its `on_request`), `conn:close()`,
+    /// and `conn.on_closed = function(status)` set by the script.
+    func makeChannelObject(connection: Int, channel: UInt64, app: String, service: String) -> LuaReference {
+        let lua = runtime.state
+        lua.newTable(recordCount: 5)
+        lua.push(Int64(bitPattern: channel))
+        lua.rawSet(-2, field: "id")
+        lua.push(app)
+        lua.rawSet(-2, field: "app")
+        lua.push(service)
+        lua.rawSet(-2, field: "service")
+        lua.push(connection)
+        lua.rawSet(-2, field: "_connection")
+        lua.pushMetatable(named: Self.channelMetatable)
+        lua.setMetatable(-2)
+        let reference = runtime.reference(at: -1, on: lua)
+        lua.pop()
+        return reference
+    }
+
+    static let channelMetatable = "baton.agent.conn"
+
+    private func installChannelObjects() {
+        let lua = runtime.state
+        guard luaL_newmetatable(lua.pointer, Self.channelMetatable) != 0 else {
+            lua.pop()
+            return
+        }
+        lua.newTable()
+        runtime.register("send", in: -1, qualifier: "conn") { [self] call in
+            let (connection, channel) = try channelOf(call)
+            guard call.lua.type(at: 2) == .table else { throw call.argumentError(2, "message table expected, got \(call.lua.typeName(at: 2))") }
+            let message: Value
+            do { message = try call.runtime.value(at: 2, on: call.lua) } catch { throw HostError.message("\(error)") }
+            guard case .dictionary(let dictionary) = message else {
+                throw HostError.message("message: a message is a dictionary (string keys), got an array")
+            }
+            let reply = connection.send(channel: channel, message: Baton_V1_Dictionary(dictionary))
+            return try call.runtime.wait(call, for: reply.map { response in response }.recover { error in
+                Baton_V1_ServiceResponse.with {
+                    $0.status = .remoteSystemUnavailable
+                    $0.detail = "\(error)"
+                }
+            }) { response, lua in
+                Self.pushReply(response, runtime: call.runtime, on: lua)
+            }
+        }
+        runtime.register("close", in: -1, qualifier: "conn") { [self] call in
+            let (connection, channel) = try channelOf(call)
+            connection.close(channel: channel, status: .completed)
+            if let handler = connections.values.first(where: { $0.connection === connection }) {
+                if let state = handler.channels.removeValue(forKey: channel) { runtime.release(state.object) }
+            }
+            return .values(0)
+        }
+        lua.rawSet(-2, field: "__index")
+        lua.pop()
+    }
+
+    /// The connection and channel id of the `conn` table at argument 1.
+    private func channelOf(_ call: HostCall) throws -> (PeerConnection, UInt64) {
+        let lua = call.lua
+        guard lua.type(at: 1) == .table else { throw call.argumentError(1, "conn expected (call it as conn:send(msg))") }
+        lua.rawGet(1, field: "_connection")
+        let number = lua.toInteger(at: -1).map(Int.init)
+        lua.pop()
+        lua.rawGet(1, field: "id")
+        let id = lua.toInteger(at: -1).map { UInt64(bitPattern: $0) }
+        lua.pop()
+        guard let number, let id, let handler = connections[number], let connection = handler.connection,
+              handler.channels[id] != nil, connection.isOpen
+        else {
+            throw HostError.message("the channel is closed")
+        }
+        return (connection, id)
+    }
+
+    /// Pushes `reply, status` for a script: the message table (nil unless success) and the
+    /// status string.
+    static func pushReply(_ response: Baton_V1_ServiceResponse, runtime: LuaRuntime, on lua: LuaState) -> Int32 {
+        let status = ResponseStatus(wire: response.status)
+        if status == .success, let message = try? ValueDictionary(wire: response.message) {
+            runtime.push(.dictionary(message), on: lua)
+            lua.push(status.rawValue)
+        } else {
+            lua.pushNil()
+            lua.push(status == .success ? ResponseStatus.failure.rawValue : status.rawValue)
+        }
+        return 2
+    }
+
+    /// Calls the channel's `on_closed(status)`, if the script set one, and lets it go.
+    func channelClosed(object: LuaReference, status: ClosedStatus) {
+        runtime.startTask(name: "on_closed") { [runtime] lua in
+            runtime.push(object, on: lua)
+            lua.rawGet(-1, field: "on_closed")
+            baton_remove(lua.pointer, -2)
+            guard lua.type(at: -1) == .function else { return nil }
+            lua.push(status.rawValue)
+            return 1
+        }
+        runtime.release(object)
+    }
+
+    func connectionClosed(_ number: Int) {
+        connections[number] = nil
+    }
+}

@@ -1,0 +1,117 @@
+import BatonCore
+import BatonLua
+import BatonNet
+import BatonWire
+import NIOCore
+
+/// Serves one client connection from the agent: handshake, describe, launch, and the
+/// app-service channels the client opens on it.
+final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
+    let agent: Agent
+    /// A number for this connection, stored in the Lua `conn` objects of its channels.
+    let number: Int
+    weak var connection: PeerConnection?
+    /// Channel id → the channel's app, service and Lua object.
+    var channels: [UInt64: ServiceChannel] = [:]
+
+    struct ServiceChannel {
+        let app: String
+        let service: String
+        /// The `conn` table providers receive.
+        let object: LuaReference
+    }
+
+    init(agent: Agent, number: Int, connection: PeerConnection) {
+        self.agent = agent
+        self.number = number
+        self.connection = connection
+    }
+
+    func connection(_ connection: PeerConnection, hello: Baton_V1_Hello) -> Baton_V1_HelloAck? {
+        agent.logger.debug("client connected", metadata: [
+            "peer": "\(connection.remoteAddress?.description ?? "?")", "client": "\(hello.deviceName)",
+        ])
+        return .with { $0.device = Baton_V1_Device(agent.configuration.device) }
+    }
+
+    func connection(_ connection: PeerConnection, describe request: Baton_V1_DescribeRequest) -> EventLoopFuture<Baton_V1_DescribeResponse> {
+        connection.eventLoop.makeSucceededFuture(.with {
+            $0.requestID = request.requestID
+            $0.device = Baton_V1_Device(agent.configuration.device)
+            $0.apps = agent.configuration.apps.map { Baton_V1_App($0.info) }
+        })
+    }
+
+    func connection(_ connection: PeerConnection, launch request: Baton_V1_LaunchRequest) -> EventLoopFuture<Baton_V1_LaunchResponse> {
+        let id = request.requestID
+        let data: ValueDictionary
+        do {
+            data = try ValueDictionary(wire: request.data, path: "data")
+        } catch {
+            return connection.eventLoop.makeSucceededFuture(.with {
+                $0.requestID = id
+                $0.status = .unknown
+                $0.detail = "bad launch data: \(error)"
+            })
+        }
+        let launch = LaunchRequest(
+            uri: request.uri, appID: request.appID.isEmpty ? nil : request.appID,
+            fallbackURI: request.fallbackUri.isEmpty ? nil : request.fallbackUri,
+            preferredAppIDs: request.preferredAppIds, data: data)
+        return agent.launch(launch).map { status, detail in
+            .with {
+                $0.requestID = id
+                $0.status = Baton_V1_LaunchStatus(status)
+                $0.detail = detail
+            }
+        }
+    }
+
+    func connection(_ connection: PeerConnection, open request: Baton_V1_OpenServiceRequest) -> EventLoopFuture<Baton_V1_OpenServiceResponse> {
+        let (status, detail) = agent.openStatus(app: request.appID, service: request.serviceName)
+        if status == .success {
+            let object = agent.makeChannelObject(connection: number, channel: request.channelID, app: request.appID, service: request.serviceName)
+            channels[request.channelID] = ServiceChannel(app: request.appID, service: request.serviceName, object: object)
+        }
+        return connection.eventLoop.makeSucceededFuture(.with {
+            $0.requestID = request.requestID
+            $0.status = Baton_V1_OpenStatus(status)
+            $0.detail = detail
+        })
+    }
+
+    func connection(_ connection: PeerConnection, request: Baton_V1_ServiceRequest) -> EventLoopFuture<Baton_V1_ServiceResponse> {
+        let respond: @Sendable (ServiceReply) -> Baton_V1_ServiceResponse = { reply in
+            .with {
+                $0.channelID = request.channelID
+                $0.requestID = request.requestID
+                $0.status = Baton_V1_ResponseStatus(reply.status)
+                if reply.status == .success { $0.message = Baton_V1_Dictionary(reply.message) }
+                $0.detail = reply.detail
+            }
+        }
+        guard let channel = channels[request.channelID] else {
+            return connection.eventLoop.makeSucceededFuture(respond(ServiceReply(status: .appServiceConnectionClosed)))
+        }
+        let message: ValueDictionary
+        do {
+            message = try ValueDictionary(wire: request.message)
+        } catch {
+            return connection.eventLoop.makeSucceededFuture(respond(ServiceReply(status: .failure, detail: "bad message: \(error)")))
+        }
+        let runtime = agent.runtime
+        let object = channel.object
+        return agent.serve(app: channel.app, service: channel.service, message: message) { lua in
+            runtime.push(object, on: lua)
+        }.map(respond)
+    }
+
+    func connection(_ connection: PeerConnection, channelClosed channelID: UInt64, status: Baton_V1_ClosedStatus) {
+        guard let channel = channels.removeValue(forKey: channelID) else { return }
+        agent.channelClosed(object: channel.object, status: ClosedStatus(wire: status))
+    }
+
+    func connectionClosed(_ connection: PeerConnection, reason: String) {
+        agent.connectionClosed(number)
+    }
+}

@@ -1,0 +1,203 @@
+import BatonCore
+import BatonNet
+import BatonWire
+import Logging
+import NIOCore
+
+/// Baton's Swift API: launch URIs on devices, describe them, and open app-service channels.
+///
+/// One connection per device, shared by every launch and channel, opened on first use and
+/// opened again after a failure. Every failure becomes a status, never an exception:
+/// an unreachable device gives `remote_system_unavailable` within the connect timeout.
+public final class BatonClient: @unchecked Sendable {
+    /// Settings for every connection.
+    public struct Options: Sendable {
+        /// How long connecting and the handshake may take.
+        public var connectTimeout: TimeAmount = .seconds(3)
+        /// The largest frame this side accepts.
+        public var limits = FrameLimits()
+        /// Who this client says it is in Hello.
+        public var deviceName = ""
+        public var deviceID = ""
+        public var timing = PeerConnection.Timing()
+        public init() {}
+    }
+
+    /// The loop every connection of this client runs on.
+    public let eventLoop: any EventLoop
+    public let options: Options
+    let logger: Logger
+    private var connections: [DeviceAddress: Slot] = [:]
+
+    private enum Slot {
+        case connecting(EventLoopFuture<PeerConnection>)
+        case connected(PeerConnection)
+    }
+    private var routers: [ObjectIdentifier: ChannelRouter] = [:]
+
+    public init(eventLoop: any EventLoop, options: Options = Options(), logger: Logger = Logger(label: "baton.client")) {
+        self.eventLoop = eventLoop
+        self.options = options
+        self.logger = logger
+    }
+
+    /// The connection to `device`, opened if there is none open.
+    func connection(to device: DeviceAddress) -> EventLoopFuture<PeerConnection> {
+        eventLoop.flatSubmit { [self] in
+            switch connections[device] {
+            case .connecting(let future): return future // share it
+            case .connected(let connection) where connection.isOpen: return eventLoop.makeSucceededFuture(connection)
+            default: break
+            }
+            let router = ChannelRouter()
+            let hello = Baton_V1_Hello.with {
+                $0.protocolVersion = 1
+                $0.deviceName = options.deviceName
+                $0.deviceID = options.deviceID
+            }
+            let future = PeerConnector.connect(
+                host: device.host, port: device.port, on: eventLoop, hello: hello,
+                connectTimeout: options.connectTimeout, limits: options.limits, timing: options.timing,
+                delegate: router, logger: logger)
+            connections[device] = .connecting(future)
+            future.whenComplete { [self] result in
+                if case .success(let connection) = result {
+                    connections[device] = .connected(connection)
+                    routers[ObjectIdentifier(connection)] = router
+                    router.onClosed = { [weak self] in self?.routers[ObjectIdentifier(connection)] = nil }
+                } else {
+                    connections[device] = nil
+                }
+            }
+            return future
+        }
+    }
+
+    /// Launches `request` on `device`; the status and, if not `success`, why.
+    public func launch(_ request: LaunchRequest, on device: DeviceAddress) -> EventLoopFuture<(LaunchStatus, String)> {
+        let wire = Baton_V1_LaunchRequest.with {
+            $0.uri = request.uri
+            $0.appID = request.appID ?? ""
+            $0.fallbackUri = request.fallbackURI ?? ""
+            $0.preferredAppIds = request.preferredAppIDs
+            $0.data = Baton_V1_Dictionary(request.data)
+        }
+        return connection(to: device).flatMap { $0.launch(wire) }.map { response in
+            (LaunchStatus(wire: response.status), response.detail)
+        }.recover { error in
+            if case PeerConnectionError.tooLarge(let size, let limit) = error {
+                return (.valueSetTooLarge, "the launch data is \(size) bytes, over the agent's limit of \(limit)")
+            }
+            return (.remoteSystemUnavailable, Self.describe(error, device: device))
+        }
+    }
+
+    /// As ``launch(_:on:)``, with async/await.
+    public func launch(_ request: LaunchRequest, on device: DeviceAddress) async -> (LaunchStatus, String) {
+        (try? await launch(request, on: device).get()) ?? (.unknown, "")
+    }
+
+    /// The device and its apps.
+    public func describe(_ device: DeviceAddress) -> EventLoopFuture<(DeviceInfo, [AppInfo])> {
+        connection(to: device).flatMap { $0.describe() }.flatMapThrowing { response in
+            (DeviceInfo(wire: response.device), try response.apps.map { try AppInfo(wire: $0) })
+        }.flatMapErrorThrowing { error in
+            throw BatonClientError.unreachable(Self.describe(error, device: device))
+        }
+    }
+
+    /// Opens a channel to `service` of `app` on `device`: the connection on `success`, else nil
+    /// and the status with why.
+    public func openService(_ service: String, app: String, on device: DeviceAddress) -> EventLoopFuture<(AppServiceConnection?, OpenStatus, String)> {
+        connection(to: device).flatMap { [self] connection in
+            connection.open(service: service, app: app).map { [self] channelID, response in
+                let status = OpenStatus(wire: response.status)
+                guard status == .success else { return (nil, status, response.detail) }
+                let channel = AppServiceConnection(device: device, app: app, service: service, channelID: channelID, connection: connection)
+                routers[ObjectIdentifier(connection)]?.channels[channelID] = channel
+                return (channel, .success, "")
+            }
+        }.recover { error in
+            (nil, .remoteSystemUnavailable, Self.describe(error, device: device))
+        }
+    }
+
+    /// As ``openService(_:app:on:)``, with async/await.
+    public func openService(_ service: String, app: String, on device: DeviceAddress) async -> (AppServiceConnection?, OpenStatus, String) {
+        (try? await openService(service, app: app, on: device).get()) ?? (nil, .unknown, "")
+    }
+
+    /// Sends one message on a channel opened for it, then closes the channel.
+    public func send(_ message: ValueDictionary, to service: String, app: String, on device: DeviceAddress) -> EventLoopFuture<ServiceReplyMessage> {
+        openService(service, app: app, on: device).flatMap { [self] channel, status, detail in
+            guard let channel else {
+                let replyStatus: ResponseStatus = status == .remoteSystemUnavailable ? .remoteSystemUnavailable : .failure
+                return eventLoop.makeSucceededFuture(ServiceReplyMessage(status: replyStatus, detail: "open: \(status.rawValue)\(detail.isEmpty ? "" : ": " + detail)"))
+            }
+            return channel.send(message).always { _ in channel.close() }
+        }
+    }
+
+    /// Closes every connection.
+    public func shutdown() {
+        eventLoop.execute { [self] in
+            for case .connected(let connection) in connections.values {
+                connection.goodbye(.unknown, "the client is done")
+            }
+            connections = [:]
+        }
+    }
+
+    static func describe(_ error: any Error, device: DeviceAddress) -> String {
+        if case ChannelError.connectTimeout = error { return "\(device): no answer within the connect timeout" }
+        return "\(device): \(error)"
+    }
+}
+
+/// Why a client call that has no status of its own failed.
+public enum BatonClientError: Error, Sendable, CustomStringConvertible {
+    case unreachable(String)
+
+    public var description: String {
+        switch self {
+        case .unreachable(let why): "remote_system_unavailable: \(why)"
+        }
+    }
+}
+
+/// Routes what an agent asks on a client connection to the channel it concerns.
+final class ChannelRouter: PeerConnectionDelegate, @unchecked Sendable {
+    var channels: [UInt64: AppServiceConnection] = [:]
+    var onClosed: (() -> Void)?
+
+    func connection(_ connection: PeerConnection, request: Baton_V1_ServiceRequest) -> EventLoopFuture<Baton_V1_ServiceResponse> {
+        let respond: @Sendable (ServiceReplyMessage) -> Baton_V1_ServiceResponse = { reply in
+            .with {
+                $0.channelID = request.channelID
+                $0.requestID = request.requestID
+                $0.status = Baton_V1_ResponseStatus(reply.status)
+                if let message = reply.message, reply.status == .success { $0.message = Baton_V1_Dictionary(message) }
+                $0.detail = reply.detail
+            }
+        }
+        guard let channel = channels[request.channelID], let handler = channel.onRequest else {
+            return connection.eventLoop.makeSucceededFuture(respond(ServiceReplyMessage(status: .failure, detail: "the client does not answer requests on this channel")))
+        }
+        do {
+            let message = try ValueDictionary(wire: request.message)
+            return handler(message).map(respond)
+        } catch {
+            return connection.eventLoop.makeSucceededFuture(respond(ServiceReplyMessage(status: .failure, detail: "bad message: \(error)")))
+        }
+    }
+
+    func connection(_ connection: PeerConnection, channelClosed channelID: UInt64, status: Baton_V1_ClosedStatus) {
+        channels.removeValue(forKey: channelID)?.closed(ClosedStatus(wire: status))
+    }
+
+    func connectionClosed(_ connection: PeerConnection, reason: String) {
+        for channel in channels.values { channel.closed(.unknown) }
+        channels = [:]
+        onClosed?()
+    }
+}

@@ -1,0 +1,107 @@
+import BatonWire
+import Logging
+import NIOCore
+import NIOPosix
+
+/// Listens for Baton clients. Every connection runs on the server's one event loop (the
+/// agent's), so requests reach the agent's Lua runtime without a thread hop.
+public final class AgentServer: @unchecked Sendable {
+    /// The address actually bound (the port is chosen when asked for 0).
+    public let localAddress: SocketAddress
+    private let channel: any Channel
+    private let eventLoop: any EventLoop
+    private var connections: [ObjectIdentifier: PeerConnection] = [:]
+
+    private init(channel: any Channel, eventLoop: any EventLoop) {
+        self.channel = channel
+        self.eventLoop = eventLoop
+        self.localAddress = channel.localAddress!
+    }
+
+    /// Binds `host:port` on `eventLoop`; `makeDelegate` gives each new connection its delegate.
+    public static func bind(
+        host: String, port: Int, on eventLoop: any EventLoop, limits: FrameLimits = FrameLimits(),
+        timing: PeerConnection.Timing = PeerConnection.Timing(), logger: Logger,
+        makeDelegate: @escaping @Sendable (PeerConnection) -> any PeerConnectionDelegate
+    ) -> EventLoopFuture<AgentServer> {
+        let registry = NIOLoopBound(ServerRegistry(), eventLoop: eventLoop)
+        return ServerBootstrap(group: eventLoop)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(.backlog, value: 256)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let connection = PeerConnection(
+                        role: .server, eventLoop: channel.eventLoop, limits: limits, timing: timing, logger: logger)
+                    connection.delegate = makeDelegate(connection)
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(limits: limits)))
+                    try channel.pipeline.syncOperations.addHandler(connection)
+                    registry.value.server?.track(connection, channel: channel)
+                }
+            }
+            .bind(host: host, port: port)
+            .map { channel in
+                let server = AgentServer(channel: channel, eventLoop: eventLoop)
+                registry.value.server = server
+                return server
+            }
+    }
+
+    private func track(_ connection: PeerConnection, channel: any Channel) {
+        let key = ObjectIdentifier(connection)
+        connections[key] = connection
+        channel.closeFuture.whenComplete { [self] _ in connections[key] = nil }
+    }
+
+    /// How many clients are connected.
+    public var connectionCount: Int { connections.count }
+
+    /// Stops listening, says Goodbye (shutdown) to every client — their open channels get
+    /// `canceled` — and closes their connections once in-flight answers have been written.
+    public func shutdown() -> EventLoopFuture<Void> {
+        eventLoop.flatSubmit { [self] in
+            let closing = channel.close()
+            for connection in connections.values { connection.goodbye(.shutdown, "the agent is shutting down") }
+            return closing.recover { _ in }
+        }
+    }
+}
+
+/// Holds the server for the child initializer, which runs before `bind` returns it.
+private final class ServerRegistry {
+    var server: AgentServer?
+}
+
+/// Connects to an agent and completes once the handshake is done.
+public enum PeerConnector {
+    /// Connects to `host:port`, says `hello`, and waits for the HelloAck. Fails with
+    /// ``PeerConnectionError`` or NIO's connect errors (refused, timed out).
+    public static func connect(
+        host: String, port: Int, on eventLoop: any EventLoop, hello: Baton_V1_Hello,
+        connectTimeout: TimeAmount = .seconds(3), limits: FrameLimits = FrameLimits(),
+        timing: PeerConnection.Timing = PeerConnection.Timing(), delegate: (any PeerConnectionDelegate)? = nil,
+        logger: Logger
+    ) -> EventLoopFuture<PeerConnection> {
+        let connection = PeerConnection(
+            role: .client, eventLoop: eventLoop, hello: hello, limits: limits, timing: timing, delegate: delegate, logger: logger)
+        let connected = ClientBootstrap(group: eventLoop)
+            .connectTimeout(connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(limits: limits)))
+                    try channel.pipeline.syncOperations.addHandler(connection)
+                }
+            }
+            .connect(host: host, port: port)
+        connected.whenFailure { error in connection.abandon(error) }
+        // The handshake has the connect timeout too: an agent that accepts and says nothing.
+        let handshake = connected.flatMap { channel in
+            let timeout = eventLoop.scheduleTask(in: connectTimeout) {
+                connection.goodbye(.timeout, "no HelloAck within the connect timeout")
+            }
+            return connection.handshakeDone.always { _ in timeout.cancel() }.map { connection }
+        }
+        return handshake
+    }
+}

@@ -1,0 +1,158 @@
+import ArgumentParser
+import BatonAgent
+import BatonCore
+import BatonLua
+import BatonNet
+import BatonWire
+import Dispatch
+import Logging
+import NIOCore
+import NIOPosix
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `baton agent`: hosts this device's apps and serves clients.
+struct AgentCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "agent",
+        abstract: "Host this device's apps and serve launches and app services.",
+        discussion: """
+            The configuration is Lua, like scripts:
+
+              device{ name = "Living Room TV", kind = "tv" }
+              handler{ scheme = "https", run = {"xdg-open", "{uri}"} }
+              app{ id = "org.example.player", name = "Player", schemes = {"media"},
+                   launch = function(uri, data) return "success" end,
+                   services = { ["com.example.playback"] = function(msg, conn) return {ok = true} end } }
+
+            Without --config the device is named after the host, of kind desktop, and opens \
+            http and https URIs with xdg-open when it is installed. --name and --kind win over \
+            the configuration. The device id is kept in $XDG_CONFIG_HOME/baton/device-id \
+            (else ~/.config/baton), made on first use.
+
+            When ready, prints one line to stdout: listening on HOST:PORT id=ID name="NAME". \
+            SIGINT or SIGTERM shuts down cleanly: open channels get canceled, requests in \
+            flight get their answers. A configuration error exits 2 with file:line: message.
+            """
+    )
+
+    @Option(help: ArgumentHelp("The agent's Lua configuration.", valueName: "file"))
+    var config: String?
+
+    @Option(help: "The device's display name.")
+    var name: String?
+
+    @Option(help: ArgumentHelp("The device's kind: \(DeviceKind.allCases.map(\.rawValue).joined(separator: ", ")).", valueName: "kind"))
+    var kind: String?
+
+    @Option(help: ArgumentHelp("Where to listen; port 0 picks a free one.", valueName: "host:port"))
+    var listen: String = "0.0.0.0:47300"
+
+    @Option(name: .customLong("max-message"), help: ArgumentHelp("The largest frame accepted: 1M, 256K.", valueName: "size"))
+    var maxMessage: String = "1M"
+
+    @OptionGroup var logging: LoggingOptions
+
+    func validate() throws {
+        if let kind, DeviceKind(rawValue: kind) == nil {
+            throw ValidationError("Invalid --kind '\(kind)': use one of \(DeviceKind.allCases.map(\.rawValue).joined(separator: ", ")).")
+        }
+        guard HostPort(listen) != nil else { throw ValidationError("Invalid --listen '\(listen)': use HOST:PORT, e.g. 127.0.0.1:0.") }
+        guard let size = ByteSizeText.parse(maxMessage), size >= 1024, size <= FrameLimits.hardLimit else {
+            throw ValidationError("Invalid --max-message '\(maxMessage)': use a size from 1K to 1G, e.g. 1M.")
+        }
+    }
+
+    func run() throws {
+        logging.bootstrap()
+        let logger = Logger(label: "baton.agent")
+        let format = logging.logFormat
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+
+        let defaults = AgentConfiguration(
+            device: DeviceInfo(id: try DeviceIdentity.load(), name: Self.hostName(), kind: .desktop),
+            handlers: Self.defaultHandlers())
+        let options = RuntimeOptions(logger: logger, reportFailure: { FailureReport.write($0, format: format) })
+        let agent: Agent
+        do {
+            agent = try Agent.start(config: config.map { .file($0) }, defaults: defaults, options: options, on: loop).wait()
+        } catch let failure as ScriptFailure {
+            if failure.traceback.isEmpty { FailureReport.write(failure, format: format) }
+            Baton.exitProcess(2)
+        }
+        if name != nil || kind != nil {
+            try loop.submit {
+                agent.override(name: name, kind: kind.flatMap(DeviceKind.init(rawValue:)))
+            }.wait()
+        }
+        let address = HostPort(listen)!
+        let limits = FrameLimits(maxFrameSize: ByteSizeText.parse(maxMessage)!)
+        let server: AgentServer
+        do {
+            server = try agent.listen(host: address.host, port: address.port, limits: limits).wait()
+        } catch {
+            FailureReport.write(message: "cannot listen on \(listen): \(error)", format: format)
+            Baton.exitProcess(1)
+        }
+        let device = try loop.submit { agent.configuration.device }.wait()
+        let bound = "\(server.localAddress.ipAddress ?? address.host):\(server.localAddress.port ?? address.port)"
+        print("listening on \(bound) id=\(device.id) name=\"\(device.name)\"")
+        fflush(nil)
+        logger.info("agent ready", metadata: ["name": "\(device.name)", "address": "\(bound)"])
+
+        let stop = DispatchSemaphore(value: 0)
+        let signals = [SIGINT, SIGTERM].map { signo -> any DispatchSourceSignal in
+            signal(signo, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signo, queue: .global())
+            source.setEventHandler { stop.signal() }
+            source.resume()
+            return source
+        }
+        stop.wait()
+        logger.info("shutting down")
+        try? server.shutdown().wait()
+        // Let in-flight answers and goodbyes reach the wire.
+        usleep(100_000)
+        agent.stop()
+        _ = signals
+        Baton.exitProcess(0)
+    }
+
+    static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return "baton" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// xdg-open for http and https, when it is installed.
+    static func defaultHandlers() -> [String: AgentConfiguration.Handler] {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        let found = path.split(separator: ":").contains { access("\($0)/xdg-open", X_OK) == 0 }
+        guard found, let command = try? ArgvTemplate(["xdg-open", "{uri}"]) else { return [:] }
+        return ["http": .init(scheme: "http", command: command), "https": .init(scheme: "https", command: command)]
+    }
+}
+
+/// `host:port`, with `[v6]:port` for IPv6.
+struct HostPort: Equatable {
+    var host: String
+    var port: Int
+
+    init?(_ text: String) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+            return nil
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { return nil }
+        self.host = host
+        self.port = port
+    }
+}
