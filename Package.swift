@@ -39,7 +39,7 @@ let package = Package(
         .target(
             name: "BatonLua",
             dependencies: [
-                "CLuaShim", "BatonCore",
+                "CLuaShim", "BatonCore", "BatonClient",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -86,7 +86,11 @@ let package = Package(
         // Measures the runtime's hot paths for scripts/bench; not installed.
         .executableTarget(
             name: "baton-bench",
-            dependencies: ["BatonLua", "BatonCore", "CLuaShim"]
+            dependencies: [
+                "BatonLua", "BatonCore", "CLuaShim", "BatonClient",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
         .testTarget(

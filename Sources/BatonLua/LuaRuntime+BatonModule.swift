@@ -13,6 +13,7 @@ extension LuaRuntime {
         installValueTypes(module: m)
         installMessageFunctions(module: m)
         installJSON(module: m)
+        installClientFunctions(module: m)
 
         // Internal functions the prelude needs; not visible to scripts.
         lua.newTable()

@@ -1,3 +1,4 @@
+import BatonClient
 import BatonCore
 import CLuaShim
 import Logging
@@ -39,6 +40,10 @@ public final class LuaRuntime: @unchecked Sendable {
     public var mainChunkCompletion: ((Result<Void, ScriptFailure>) -> Void)?
     /// Metatables' addresses, to recognise Baton's own userdata quickly.
     var metatables = Metatables()
+    var clientStorage: BatonClient?
+    /// Channels the script opened, by the number in their conn table.
+    var openChannels: [Int: (channel: AppServiceConnection, object: LuaReference)] = [:]
+    var nextChannelNumber = 1
     /// Registry reference of `baton.json.null`.
     var nullRef: Int32 = 0
 

@@ -10,6 +10,10 @@ public struct RuntimeOptions: Sendable {
     public var logger: Logger
     /// Called on the event loop for every uncaught error.
     public var reportFailure: @Sendable (ScriptFailure) -> Void
+    /// Devices known by address (`baton run --peer`), searched by `baton.find(name)`.
+    public var peers: [String] = []
+    /// How long connecting to a device may take before it counts as unavailable.
+    public var connectTimeout: Duration = .seconds(3)
 
     public init(
         timeout: Duration? = nil,

@@ -141,3 +141,8 @@ if let b = coldStart([batonPath, "run", emptyScript]) {
 } else {
     row("cold start: baton run empty.lua", "failed", "", "≤ 25 ms", false)
 }
+do {
+    try networkBench(baton: batonPath)
+} catch {
+    print("network benchmark failed: \(error)")
+}

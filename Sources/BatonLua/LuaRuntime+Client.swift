@@ -1,0 +1,398 @@
+import BatonClient
+import BatonCore
+import CLuaShim
+import NIOCore
+
+extension LuaRuntime {
+    /// The client every script call shares: one connection per device, on this loop.
+    var client: BatonClient {
+        if let existing = clientStorage { return existing }
+        var options = BatonClient.Options()
+        options.connectTimeout = .nanoseconds(Int64(options.connectTimeoutNanoseconds(self.options.connectTimeout)))
+        let client = BatonClient(eventLoop: eventLoop, options: options, logger: logger)
+        clientStorage = client
+        return client
+    }
+
+    static let deviceMetatable = "baton.device"
+    static let connMetatable = "baton.conn"
+
+    /// `baton.launch`, `baton.appservice`, `baton.find` and the device and conn objects.
+    func installClientFunctions(module m: Int32) {
+        let lua = state
+        register("launch", in: m, qualifier: "baton") { call in try call.runtime.launch(call) }
+        register("find", in: m, qualifier: "baton") { call in try call.runtime.find(call) }
+
+        lua.newTable()
+        register("open", in: -1, qualifier: "baton.appservice") { call in try call.runtime.openService(call) }
+        register("send", in: -1, qualifier: "baton.appservice") { call in try call.runtime.sendOnce(call) }
+        lua.rawSet(m, field: "appservice")
+
+        luaL_newmetatable(lua.pointer, Self.deviceMetatable)
+        lua.newTable()
+        register("apps", in: -1, qualifier: "device") { call in try call.runtime.apps(call) }
+        lua.rawSet(-2, field: "__index")
+        lua.pop()
+
+        luaL_newmetatable(lua.pointer, Self.connMetatable)
+        lua.newTable()
+        register("send", in: -1, qualifier: "conn") { call in try call.runtime.connSend(call) }
+        register("close", in: -1, qualifier: "conn") { call in try call.runtime.connClose(call) }
+        lua.rawSet(-2, field: "__index")
+        lua.pop()
+    }
+
+    // MARK: devices
+
+    /// The device argument: a device table (its `address`) or `"host:port"`.
+    func deviceAddress(_ call: HostCall, _ position: Int32) throws -> DeviceAddress {
+        let lua = call.lua
+        var text: String?
+        if lua.type(at: position) == .table {
+            lua.rawGet(position, field: "address")
+            text = lua.toString(at: -1)
+            lua.pop()
+        } else {
+            text = lua.toString(at: position)
+        }
+        guard let text else {
+            throw call.argumentError(position, "device expected (a device from baton.find, or \"host:port\"), got \(lua.typeName(at: position))")
+        }
+        guard let address = DeviceAddress(text) else {
+            throw call.argumentError(position, "\"\(text)\" is not host:port; find a device by name with baton.find")
+        }
+        return address
+    }
+
+    /// Pushes a device table: id, name, kind, platform, model, manufacturer, address,
+    /// transports, status; `dev:apps()`.
+    func pushDevice(_ device: DeviceInfo, address: DeviceAddress, on lua: LuaState) {
+        lua.newTable(recordCount: 10)
+        for (key, value) in [("id", device.id), ("name", device.name), ("kind", device.kind.rawValue),
+                             ("platform", device.platform.rawValue), ("model", device.model),
+                             ("manufacturer", device.manufacturer), ("address", address.description),
+                             ("status", "available")] {
+            lua.push(value)
+            lua.rawSet(-2, field: key)
+        }
+        push(Value.array([.string("local")]), on: lua)
+        lua.rawSet(-2, field: "transports")
+        lua.pushMetatable(named: Self.deviceMetatable)
+        lua.setMetatable(-2)
+    }
+
+    /// `baton.find(x)`: `"host:port"` asks that agent; a name or id is looked for among the
+    /// `--peer` devices. `nil, "not_found"` when nothing answers to it.
+    private func find(_ call: HostCall) throws -> HostResult {
+        let target = try call.string(1)
+        let candidates: [DeviceAddress]
+        if let address = DeviceAddress(target) {
+            candidates = [address]
+        } else {
+            candidates = options.peers.compactMap(DeviceAddress.init)
+        }
+        let client = self.client
+        let lookups = candidates.map { address in
+            client.describe(address).map { Optional(($0.0, address)) }.recover { _ in nil }
+        }
+        let all = EventLoopFuture.whenAllSucceed(lookups, on: eventLoop).map { found in
+            found.compactMap { $0 }.filter { device, address in
+                DeviceAddress(target) == address || device.name == target || device.id == target
+            }
+        }
+        return try wait(call, for: all) { matches, lua in
+            guard matches.count == 1, let (device, address) = matches.first else {
+                lua.pushNil()
+                lua.push(matches.isEmpty ? "not_found" : "ambiguous")
+                return 2
+            }
+            self.pushDevice(device, address: address, on: lua)
+            return 1
+        }
+    }
+
+    /// `dev:apps()`: the device's apps, asked of its agent.
+    private func apps(_ call: HostCall) throws -> HostResult {
+        let address = try deviceAddress(call, 1)
+        let described = client.describe(address).map { Optional($0.1) }.recover { _ in nil }
+        return try wait(call, for: described) { apps, lua in
+            guard let apps else {
+                lua.pushNil()
+                lua.push(LaunchStatus.remoteSystemUnavailable.rawValue)
+                return 2
+            }
+            lua.newTable(arrayCount: Int32(apps.count))
+            for (i, app) in apps.enumerated() {
+                let services: [Value] = app.services.map { .string($0) }
+                let schemes: [Value] = app.schemes.map { .string($0) }
+                self.push(.dictionary([
+                    "id": .string(app.id), "name": .string(app.name), "schemes": .array(schemes),
+                    "services": .array(services), "attributes": .dictionary(app.attributes), "anonymous": .bool(app.anonymous),
+                ]), on: lua)
+                lua.rawSet(-2, index: i + 1)
+            }
+            return 1
+        }
+    }
+
+    // MARK: launching
+
+    /// `baton.launch(device, uri [, {app=, fallback=, prefer={}, data={}}])` → status, detail.
+    private func launch(_ call: HostCall) throws -> HostResult {
+        let address = try deviceAddress(call, 1)
+        var request = LaunchRequest(uri: try call.string(2))
+        let lua = call.lua
+        if lua.type(at: 3) == .table {
+            let options = OptionsTable(call: call, position: 3, function: "baton.launch")
+            try options.check(allowed: ["app", "fallback", "prefer", "data", "timeout"])
+            request.appID = try options.string("app")
+            request.fallbackURI = try options.string("fallback")
+            request.preferredAppIDs = try options.strings("prefer") ?? []
+            request.data = try options.message("data") ?? [:]
+        } else if !call.isNoneOrNil(3) {
+            throw call.argumentError(3, "options table expected, got \(lua.typeName(at: 3))")
+        }
+        return try wait(call, for: client.launch(request, on: address)) { result, lua in
+            lua.push(result.0.rawValue)
+            lua.push(result.1)
+            return 2
+        }
+    }
+
+    // MARK: app services
+
+    /// `baton.appservice.open(device, service, {package = app})` → conn, status.
+    private func openService(_ call: HostCall) throws -> HostResult {
+        let address = try deviceAddress(call, 1)
+        let service = try call.string(2)
+        let app = try packageOption(call, 3)
+        return try wait(call, for: client.openService(service, app: app, on: address)) { [self] result, lua in
+            let (channel, status, detail) = result
+            guard let channel else {
+                lua.pushNil()
+                lua.push(status.rawValue)
+                lua.push(detail)
+                return 3
+            }
+            pushConnection(channel, on: lua)
+            lua.push(status.rawValue)
+            return 2
+        }
+    }
+
+    /// `baton.appservice.send(device, service, msg, {package = app})` → reply, status.
+    private func sendOnce(_ call: HostCall) throws -> HostResult {
+        let address = try deviceAddress(call, 1)
+        let service = try call.string(2)
+        let message = try messageArgument(call, 3)
+        let app = try packageOption(call, 4)
+        return try wait(call, for: client.send(message, to: service, app: app, on: address)) { [self] reply, lua in
+            pushReply(reply, on: lua)
+        }
+    }
+
+    private func packageOption(_ call: HostCall, _ position: Int32) throws -> String {
+        let options = OptionsTable(call: call, position: position, function: call.name)
+        guard call.lua.type(at: position) == .table else {
+            throw call.argumentError(position, "options table with package = \"app.id\" expected, got \(call.lua.typeName(at: position))")
+        }
+        try options.check(allowed: ["package", "app"])
+        guard let app = try options.string("package") ?? options.string("app") else {
+            throw call.argumentError(position, "package = \"app.id\" is required")
+        }
+        return app
+    }
+
+    private func messageArgument(_ call: HostCall, _ position: Int32) throws -> ValueDictionary {
+        guard call.lua.type(at: position) == .table else {
+            throw call.argumentError(position, "message table expected, got \(call.lua.typeName(at: position))")
+        }
+        let value: Value
+        do { value = try self.value(at: position, on: call.lua) } catch { throw HostError.message("\(error)") }
+        guard case .dictionary(let message) = value else {
+            throw HostError.message("message: a message is a dictionary (string keys), got an array")
+        }
+        return message
+    }
+
+    func pushReply(_ reply: ServiceReplyMessage, on lua: LuaState) -> Int32 {
+        if let message = reply.message, reply.status == .success {
+            push(.dictionary(message), on: lua)
+        } else {
+            lua.pushNil()
+        }
+        lua.push(reply.status.rawValue)
+        lua.push(reply.detail)
+        return 3
+    }
+
+    /// The conn table: `conn.id`, `conn.app`, `conn.service`, `conn.device`; `conn:send(msg)`,
+    /// `conn:close()`; the script sets `conn.on_request(msg)` and `conn.on_closed(status)`.
+    /// An open channel keeps the run alive.
+    private func pushConnection(_ channel: AppServiceConnection, on lua: LuaState) {
+        let number = nextChannelNumber
+        nextChannelNumber += 1
+        lua.newTable(recordCount: 6)
+        lua.push(Int64(bitPattern: channel.channelID))
+        lua.rawSet(-2, field: "id")
+        lua.push(channel.app)
+        lua.rawSet(-2, field: "app")
+        lua.push(channel.service)
+        lua.rawSet(-2, field: "service")
+        lua.push(channel.device.description)
+        lua.rawSet(-2, field: "device")
+        lua.push(number)
+        lua.rawSet(-2, field: "_channel")
+        lua.pushMetatable(named: Self.connMetatable)
+        lua.setMetatable(-2)
+        let object = reference(at: -1, on: lua)
+        openChannels[number] = (channel, object)
+        retainKeepAlive()
+        channel.onRequest = { [self] message in
+            let promise = eventLoop.makePromise(of: ServiceReplyMessage.self)
+            var started = false
+            startTask(name: "on_request of \(channel.service)", push: { lua in
+                self.push(object, on: lua)
+                lua.rawGet(-1, field: "on_request")
+                baton_remove(lua.pointer, -2)
+                guard lua.type(at: -1) == .function else { return nil }
+                started = true
+                self.push(.dictionary(message), on: lua)
+                return 1
+            }) { result in
+                promise.succeed(self.reply(from: result))
+            }
+            if !started { promise.succeed(ServiceReplyMessage(status: .failure, detail: "the script set no on_request")) }
+            return promise.futureResult
+        }
+        channel.onClosed = { [self] status in
+            startTask(name: "on_closed of \(channel.service)") { lua in
+                self.push(object, on: lua)
+                lua.rawGet(-1, field: "on_closed")
+                baton_remove(lua.pointer, -2)
+                guard lua.type(at: -1) == .function else { return nil }
+                lua.push(status.rawValue)
+                return 1
+            }
+            if openChannels.removeValue(forKey: number) != nil {
+                release(object)
+                releaseKeepAlive()
+            }
+        }
+    }
+
+    private func reply(from result: Result<TaskResults, ScriptFailure>) -> ServiceReplyMessage {
+        switch result {
+        case .failure(let failure):
+            return ServiceReplyMessage(status: .failure, detail: failure.message)
+        case .success(let results):
+            let lua = results.lua
+            guard results.count > 0, lua.type(at: results.index(1)) == .table else {
+                let text = results.count > 1 ? lua.toString(at: results.index(2)) : nil
+                return ServiceReplyMessage(status: text.flatMap(ResponseStatus.init(rawValue:)) ?? .failure, detail: text ?? "")
+            }
+            do {
+                guard case .dictionary(let d) = try value(at: results.index(1), on: lua, root: "response") else {
+                    return ServiceReplyMessage(status: .failure, detail: "on_request returned an array, not a message")
+                }
+                return ServiceReplyMessage(status: .success, message: d)
+            } catch {
+                return ServiceReplyMessage(status: .failure, detail: "on_request returned a bad message: \(error)")
+            }
+        }
+    }
+
+    private func channel(_ call: HostCall) throws -> AppServiceConnection? {
+        let lua = call.lua
+        guard lua.type(at: 1) == .table else { throw call.argumentError(1, "conn expected (call it as conn:send(msg))") }
+        lua.rawGet(1, field: "_channel")
+        defer { lua.pop() }
+        guard let number = lua.toInteger(at: -1) else { throw call.argumentError(1, "conn expected") }
+        return openChannels[Int(number)]?.channel
+    }
+
+    /// `conn:send(msg)` → reply, status.
+    private func connSend(_ call: HostCall) throws -> HostResult {
+        let message = try messageArgument(call, 2)
+        guard let channel = try channel(call) else {
+            call.lua.pushNil()
+            call.lua.push(ResponseStatus.appServiceConnectionClosed.rawValue)
+            return .values(2)
+        }
+        return try wait(call, for: channel.send(message)) { [self] reply, lua in pushReply(reply, on: lua) }
+    }
+
+    /// `conn:close()`.
+    private func connClose(_ call: HostCall) throws -> HostResult {
+        try channel(call)?.close()
+        return .values(0)
+    }
+}
+
+extension BatonClient.Options {
+    func connectTimeoutNanoseconds(_ d: Duration) -> Int64 {
+        d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000
+    }
+}
+
+/// An options table argument, read field by field.
+struct OptionsTable {
+    let call: HostCall
+    let position: Int32
+    let function: String
+
+    func check(allowed: Set<String>) throws {
+        let lua = call.lua
+        guard lua.type(at: position) == .table else { return }
+        lua.pushNil()
+        while lua.next(position) {
+            let key = lua.toString(at: -2)
+            lua.pop()
+            guard let key, allowed.contains(key) else {
+                lua.pop()
+                throw HostError.message("\(function): unknown option \(key.map { "'\($0)'" } ?? "key") (options: \(allowed.sorted().joined(separator: ", ")))")
+            }
+        }
+    }
+
+    private func field<T>(_ name: String, _ read: (LuaState.LuaType) throws -> T?) throws -> T? {
+        let lua = call.lua
+        guard lua.type(at: position) == .table else { return nil }
+        let type = lua.rawGet(position, field: name)
+        defer { lua.pop() }
+        return type == .nil ? nil : try read(type)
+    }
+
+    func string(_ name: String) throws -> String? {
+        try field(name) { type in
+            guard let s = call.lua.toString(at: -1) else {
+                throw HostError.message("\(function): \(name) must be a string, got \(call.lua.typeName(at: -1))")
+            }
+            return s
+        }
+    }
+
+    func strings(_ name: String) throws -> [String]? {
+        try field(name) { type in
+            let lua = call.lua
+            guard type == .table else { throw HostError.message("\(function): \(name) must be a list of strings") }
+            let t = lua.top
+            return try (0..<lua.rawLength(at: t)).map { i in
+                lua.rawGet(t, index: i + 1)
+                defer { lua.pop() }
+                guard let s = lua.toString(at: -1) else { throw HostError.message("\(function): \(name)[\(i + 1)] must be a string") }
+                return s
+            }
+        }
+    }
+
+    func message(_ name: String) throws -> ValueDictionary? {
+        try field(name) { type in
+            guard type == .table else { throw HostError.message("\(function): \(name) must be a table") }
+            let value: Value
+            do { value = try call.runtime.value(at: -1, on: call.lua, root: name) } catch { throw HostError.message("\(error)") }
+            guard case .dictionary(let d) = value else { throw HostError.message("\(function): \(name) must have string keys") }
+            return d
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import NIOCore
+import SwiftProtobuf
+
+/// Splits a byte stream into frames (Protocol/baton.proto, FRAMING): an unsigned varint length,
+/// then that many bytes of one serialized `Frame`.
+///
+/// Use it as `ByteToMessageHandler(FrameDecoder(limits:))`; it fires ``FrameEvent``s. A frame
+/// over ``FrameLimits/maxFrameSize`` is never buffered: once its first 64 bytes are here it
+/// fires ``FrameEvent/oversized(_:)`` with what they show, then discards the rest of its
+/// payload as it arrives. Anything that breaks the framing rules throws
+/// ``WireError/protocolError(_:)``.
+public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
+    public typealias InboundOut = FrameEvent
+
+    /// The limits this side announced.
+    public let limits: FrameLimits
+
+    /// Payload bytes of an oversized frame still to be discarded.
+    private var bytesToSkip = 0
+
+    /// Options for parsing: unknown fields are dropped (we never re-send a frame), and the
+    /// nesting limit leaves room for Values nested past their own 64-level limit, so those get
+    /// `validate`'s error naming the path rather than a protocol error. Each Value nesting level
+    /// costs protobuf 2 (Array, Value) or 3 (Dictionary, Entry, Value) message levels.
+    static let parseOptions: BinaryDecodingOptions = {
+        var options = BinaryDecodingOptions()
+        options.discardUnknownFields = true
+        options.messageDepthLimit = 256
+        return options
+    }()
+
+    public init(limits: FrameLimits = FrameLimits()) {
+        self.limits = limits
+    }
+
+    /// The next event at the front of `buffer`, consuming its bytes; nil when more bytes are
+    /// needed. Discards oversized payload bytes on the way.
+    public mutating func decode(buffer: inout ByteBuffer) throws(WireError) -> FrameEvent? {
+        if bytesToSkip > 0 {
+            skip(&buffer)
+            if bytesToSkip > 0 { return nil }
+        }
+        guard buffer.readableBytes > 0 else { return nil }
+
+        let length: Int
+        let prefixLength: Int
+        switch Varint.peek(buffer) {
+        case .incomplete:
+            return nil
+        case .tooLong:
+            throw .protocolError("frame length prefix longer than 10 bytes")
+        case .overflow:
+            throw .protocolError("frame length prefix does not fit in 64 bits")
+        case .value(let value, let n):
+            guard value != 0 else { throw .protocolError("empty frame") }
+            guard value <= UInt64(FrameLimits.hardLimit) else {
+                throw .protocolError("frame length \(value) over the 1 GiB hard limit")
+            }
+            length = Int(value)
+            prefixLength = n
+        }
+
+        if length > limits.maxFrameSize {
+            let peek = min(length, OversizedFrame.peekLength)
+            guard buffer.readableBytes >= prefixLength + peek else { return nil }
+            let view = buffer.withUnsafeReadableBytes { bytes in
+                OversizedFrame(
+                    length: length, prefix: UnsafeRawBufferPointer(rebasing: bytes[prefixLength..<prefixLength + peek]))
+            }
+            buffer.moveReaderIndex(forwardBy: prefixLength)
+            bytesToSkip = length
+            skip(&buffer)
+            return .oversized(view)
+        }
+
+        guard buffer.readableBytes >= prefixLength + length else { return nil }
+        buffer.moveReaderIndex(forwardBy: prefixLength)
+        let frame: Baton_V1_Frame
+        do {
+            frame = try Baton_V1_Frame(
+                serializedBytes: buffer.readableBytesSpan.extracting(first: length), options: Self.parseOptions)
+        } catch {
+            buffer.moveReaderIndex(forwardBy: length)
+            throw .protocolError("malformed frame of \(length) bytes: \(error)")
+        }
+        buffer.moveReaderIndex(forwardBy: length)
+        guard frame.body != nil else { throw .protocolError("frame of unknown type") }
+        return .frame(frame)
+    }
+
+    /// As ``decode(buffer:)``; at EOF, bytes of an unfinished frame are a protocol error.
+    public mutating func decodeLast(buffer: inout ByteBuffer, seenEOF: Bool) throws(WireError) -> FrameEvent? {
+        if let event = try decode(buffer: &buffer) { return event }
+        if seenEOF, buffer.readableBytes > 0 || bytesToSkip > 0 {
+            throw .protocolError("connection closed in the middle of a frame")
+        }
+        return nil
+    }
+
+    /// Discards as much of the oversized payload as `buffer` holds.
+    private mutating func skip(_ buffer: inout ByteBuffer) {
+        let n = min(bytesToSkip, buffer.readableBytes)
+        buffer.moveReaderIndex(forwardBy: n)
+        bytesToSkip -= n
+    }
+}

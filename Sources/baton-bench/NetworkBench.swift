@@ -1,0 +1,230 @@
+// The network figures: each measured against a real `baton agent` process on loopback.
+import BatonClient
+import BatonCore
+import CLuaShim
+import Foundation
+import NIOCore
+import NIOPosix
+
+/// A `baton agent` child process with an echo service and a Lua launch function.
+final class AgentProcess {
+    let process = Process()
+    let address: DeviceAddress
+    let folder: URL
+
+    init(baton: String) throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("baton-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let config = folder.appendingPathComponent("agent.lua")
+        try """
+            device{ name = "Bench", kind = "desktop" }
+            app{ id = "bench", schemes = {"bench"}, launch = function(uri, data) return "success" end,
+                 services = { echo = function(msg) return msg end, idle = function() return {} end } }
+            """.write(to: config, atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: baton)
+        process.arguments = ["agent", "--config", config.path, "--listen", "127.0.0.1:0", "-q", "--max-message", "16M"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CONFIG_HOME"] = folder.path
+        process.environment = environment
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { throw BenchError("the agent exited before it was ready") }
+            line.append(chunk)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard let range = text.range(of: #"127\.0\.0\.1:\d+"#, options: .regularExpression),
+              let address = DeviceAddress(String(text[range])) else { throw BenchError("unexpected ready line: \(text)") }
+        self.address = address
+    }
+
+    /// The agent's resident memory, in bytes.
+    var residentBytes: Int {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: folder)
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+func percentile(_ sorted: [Double], _ p: Double) -> Double {
+    sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+}
+
+/// Drives requests on one channel from the client's loop; state is confined to that loop.
+final class RequestDriver: @unchecked Sendable {
+    let channel: AppServiceConnection
+    let message: ValueDictionary
+    let loop: any EventLoop
+    var times: [Double] = []
+    var sent = 0, done = 0, total = 0
+    var started: Int64 = 0
+
+    init(channel: AppServiceConnection, message: ValueDictionary, loop: any EventLoop) {
+        self.channel = channel
+        self.message = message
+        self.loop = loop
+    }
+
+    /// Sequential round trips, in µs.
+    func roundTrips(_ count: Int) throws -> [Double] {
+        let promise = loop.makePromise(of: [Double].self)
+        times = []
+        times.reserveCapacity(count)
+        loop.execute { self.next(count, promise) }
+        return try promise.futureResult.wait()
+    }
+
+    private func next(_ count: Int, _ promise: EventLoopPromise<[Double]>) {
+        guard times.count < count else { return promise.succeed(times) }
+        let start = baton_monotonic_ns()
+        channel.send(message).whenComplete { result in
+            guard case .success(let reply) = result, reply.status == .success else {
+                return promise.fail(BenchError("echo failed: \(result)"))
+            }
+            self.times.append(Double(baton_monotonic_ns() - start) / 1000)
+            self.next(count, promise)
+        }
+    }
+
+    /// `total` requests with `window` in flight; messages per second.
+    func pipelined(total: Int, window: Int) throws -> Double {
+        let promise = loop.makePromise(of: Double.self)
+        self.total = total
+        sent = 0
+        done = 0
+        loop.execute {
+            self.started = baton_monotonic_ns()
+            for _ in 0..<min(window, total) { self.send(promise) }
+        }
+        return try promise.futureResult.wait()
+    }
+
+    private func send(_ promise: EventLoopPromise<Double>) {
+        sent += 1
+        channel.send(message).whenComplete { _ in
+            self.done += 1
+            if self.done == self.total {
+                return promise.succeed(Double(self.total) / (Double(baton_monotonic_ns() - self.started) / 1e9))
+            }
+            if self.sent < self.total { self.send(promise) }
+        }
+    }
+}
+
+private func readExactly(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ n: Int) {
+    var got = 0
+    while got < n {
+        let r = read(fd, buffer + got, n - got)
+        if r <= 0 { return }
+        got += r
+    }
+}
+
+/// The raw baseline: a blocking TCP ping-pong of `size` bytes between two threads.
+func rawPingPong(size: Int, count: Int) throws -> [Double] {
+    let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(server, $0, length) } }
+    listen(server, 1)
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(server, $0, &length) } }
+    let echo = Thread {
+        let fd = accept(server, nil, nil)
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
+        for _ in 0..<count { readExactly(fd, buffer, size); _ = write(fd, buffer, size) }
+        close(fd)
+    }
+    echo.start()
+    let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var one: Int32 = 1
+    setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) } }
+    let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
+    var times: [Double] = []
+    for _ in 0..<count {
+        let start = baton_monotonic_ns()
+        _ = write(client, buffer, size)
+        readExactly(client, buffer, size)
+        times.append(Double(baton_monotonic_ns() - start) / 1000)
+    }
+    close(client)
+    close(server)
+    return times
+}
+
+/// Runs every network figure and prints its rows.
+func networkBench(baton: String) throws {
+    let agent = try AgentProcess(baton: baton)
+    defer { agent.stop() }
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let loop = group.next()
+    let client = BatonClient(eventLoop: loop)
+    // About 100 bytes on the wire.
+    let message: ValueDictionary = [
+        "Type": .string("ping"), "TargetId": .string("8e1f1a1c-3d7b-4e55-9d6c-0a1b2c3d4e5f"),
+        "CreationDate": .date(Date()), "position": .double(83.5), "note": .string("a hundred bytes or so"),
+    ]
+    let (opened, status, detail) = try client.openService("echo", app: "bench", on: agent.address).wait()
+    guard let channel = opened else { throw BenchError("open: \(status) \(detail)") }
+
+    let driver = RequestDriver(channel: channel, message: message, loop: loop)
+    _ = try driver.roundTrips(2000) // warm up
+    let rtt = try driver.roundTrips(20000).sorted()
+    let raw = try rawPingPong(size: 100, count: 20000).sorted()
+    let p50 = percentile(rtt, 0.5), p99 = percentile(rtt, 0.99), raw50 = percentile(raw, 0.5), raw99 = percentile(raw, 0.99)
+    row("request/response, loopback, ~100 B: p50", "\(fmt(p50)) µs", "raw TCP ping-pong \(fmt(raw50)) µs (\(fmt(p50 / raw50))×)", "≤ 60 µs, ≤ 3×", p50 <= 60 && p50 <= 3 * raw50)
+    row("request/response, loopback, ~100 B: p99", "\(fmt(p99)) µs", "raw TCP ping-pong \(fmt(raw99)) µs", "", nil)
+
+    let throughput = try driver.pipelined(total: 200_000, window: 64)
+    row("pipelined, 1 connection, 64 in flight", "\(Int(throughput)) msg/s", "sequential \(Int(1e6 / p50)) msg/s", "≥ 200000/s", throughput >= 200_000)
+
+    // Launch with a Lua launch function.
+    let launchRequest = LaunchRequest(uri: "bench:x", appID: "bench")
+    for _ in 0..<500 { _ = try client.launch(launchRequest, on: agent.address).wait() }
+    var launches: [Double] = []
+    for _ in 0..<3000 {
+        let start = baton_monotonic_ns()
+        let (status, _) = try client.launch(launchRequest, on: agent.address).wait()
+        guard status == .success else { throw BenchError("launch: \(status)") }
+        launches.append(Double(baton_monotonic_ns() - start) / 1000)
+    }
+    launches.sort()
+    row("launch round trip (Lua launch function): p50", "\(fmt(percentile(launches, 0.5))) µs", "request/response p50 \(fmt(p50)) µs", "", nil)
+    channel.close()
+
+    // Memory per idle open channel, on a fresh connection.
+    for n in [1000, 10000] {
+        let fresh = BatonClient(eventLoop: loop)
+        _ = try fresh.describe(agent.address).wait()
+        usleep(200_000)
+        let before = agent.residentBytes
+        var channels: [AppServiceConnection] = []
+        var futures: [EventLoopFuture<(AppServiceConnection?, OpenStatus, String)>] = []
+        for _ in 0..<n { futures.append(fresh.openService("idle", app: "bench", on: agent.address)) }
+        for f in futures { if let c = try f.wait().0 { channels.append(c) } }
+        guard channels.count == n else { throw BenchError("opened only \(channels.count) of \(n) channels") }
+        usleep(300_000)
+        let per = Double(agent.residentBytes - before) / Double(n)
+        row("agent memory per idle open channel, \(n)", "\(fmt(per / 1024, 2)) KiB", "agent RSS before \(before / 1024 / 1024) MiB", "≤ 16 KiB", per <= 16 * 1024)
+        for c in channels { c.close() }
+        fresh.shutdown()
+    }
+}
