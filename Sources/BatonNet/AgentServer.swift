@@ -56,13 +56,14 @@ public final class AgentServer: @unchecked Sendable {
     /// How many clients are connected.
     public var connectionCount: Int { connections.count }
 
-    /// Stops listening, says Goodbye (shutdown) to every client — their open channels get
-    /// `canceled` — and closes their connections once in-flight answers have been written.
-    public func shutdown() -> EventLoopFuture<Void> {
+    /// Stops listening; lets every client's requests in flight get their answers (for up to
+    /// `grace`), then says Goodbye (shutdown) — their open channels get `canceled` — and
+    /// closes. The future completes when every connection is closed.
+    public func shutdown(grace: TimeAmount = .seconds(5)) -> EventLoopFuture<Void> {
         eventLoop.flatSubmit { [self] in
-            let closing = channel.close()
-            for connection in connections.values { connection.goodbye(.shutdown, "the agent is shutting down") }
-            return closing.recover { _ in }
+            let listening = channel.close().recover { _ in }
+            let closing = connections.values.map { $0.drainAndClose(.shutdown, "the agent is shutting down", grace: grace) }
+            return EventLoopFuture.andAllComplete([listening] + closing, on: eventLoop)
         }
     }
 }

@@ -69,6 +69,11 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
     private var lastRead = NIODeadline.now()
     private var keepalive: RepeatedTask?
     private var pingNonce: UInt64 = 0
+    /// Requests from the peer not yet answered.
+    private var answersInFlight = 0
+    /// Set while shutting down: new requests are refused, answers in flight still go out.
+    private var draining = false
+    private var drained: (() -> Void)?
 
     /// A client end that says `hello` once connected, or a server end (`hello` nil).
     public init(role: Role, eventLoop: any EventLoop, hello: Baton_V1_Hello? = nil, limits: FrameLimits = FrameLimits(),
@@ -177,13 +182,28 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
             }
             return
         }
+        if draining, Self.isRequest(body) {
+            refuseWhileDraining(body)
+            return
+        }
         switch body {
         case .hello, .helloAck:
             goodbye(.protocolError, "a second handshake on an open connection")
         case .describeRequest(let request):
-            answer(delegate?.connection(self, describe: request)) { r in Baton_V1_Frame.with { $0.describeResponse = r } }
+            let future = delegate?.connection(self, describe: request)
+            answer(future, frame: { r in Baton_V1_Frame.with { $0.describeResponse = r } }) { full, _ in
+                // Too large with its apps: the device alone still answers.
+                var device = Baton_V1_DescribeResponse()
+                device.requestID = request.requestID
+                if let full { device.device = full.device }
+                return Baton_V1_Frame.with { $0.describeResponse = device }
+            }
         case .launchRequest(let request):
-            answer(delegate?.connection(self, launch: request)) { r in Baton_V1_Frame.with { $0.launchResponse = r } }
+            answer(delegate?.connection(self, launch: request), frame: { r in Baton_V1_Frame.with { $0.launchResponse = r } }) { _, detail in
+                Baton_V1_Frame.with {
+                    $0.launchResponse = .with { $0.requestID = request.requestID; $0.status = .unknown; $0.detail = detail }
+                }
+            }
         case .openServiceRequest(let request):
             guard !channels.contains(request.channelID) else {
                 respond(Baton_V1_Frame.with {
@@ -196,7 +216,11 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
                 return
             }
             let future = delegate?.connection(self, open: request)
-            answer(future) { r in Baton_V1_Frame.with { $0.openServiceResponse = r } }
+            answer(future, frame: { r in Baton_V1_Frame.with { $0.openServiceResponse = r } }) { _, detail in
+                Baton_V1_Frame.with {
+                    $0.openServiceResponse = .with { $0.requestID = request.requestID; $0.status = .unknown; $0.detail = detail }
+                }
+            }
             future?.whenSuccess { [self] response in
                 if response.status == .success && isOpen { channels.insert(request.channelID) }
             }
@@ -212,7 +236,16 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
                 })
                 return
             }
-            answer(delegate?.connection(self, request: request)) { r in Baton_V1_Frame.with { $0.serviceResponse = r } }
+            answer(delegate?.connection(self, request: request), frame: { r in Baton_V1_Frame.with { $0.serviceResponse = r } }) { tooLarge, detail in
+                Baton_V1_Frame.with {
+                    $0.serviceResponse = .with {
+                        $0.channelID = request.channelID
+                        $0.requestID = request.requestID
+                        $0.status = tooLarge != nil ? .messageSizeTooLarge : .failure
+                        $0.detail = detail
+                    }
+                }
+            }
         case .closeService(let close):
             guard channels.remove(close.channelID) != nil else { return }
             finishChannel(close.channelID, status: close.status)
@@ -226,6 +259,37 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
         case .launchResponse(let r): complete(r.requestID, frame)
         case .openServiceResponse(let r): complete(r.requestID, frame)
         case .serviceResponse(let r): complete(r.requestID, frame)
+        }
+    }
+
+    private static func isRequest(_ body: Baton_V1_Frame.OneOf_Body) -> Bool {
+        switch body {
+        case .describeRequest, .launchRequest, .openServiceRequest, .serviceRequest: true
+        default: false
+        }
+    }
+
+    /// While shutting down, a new request gets a status at once.
+    private func refuseWhileDraining(_ body: Baton_V1_Frame.OneOf_Body) {
+        let detail = "the agent is shutting down"
+        switch body {
+        case .describeRequest(let r):
+            write(.with { $0.describeResponse = .with { $0.requestID = r.requestID } })
+        case .launchRequest(let r):
+            write(.with { $0.launchResponse = .with { $0.requestID = r.requestID; $0.status = .remoteSystemUnavailable; $0.detail = detail } })
+        case .openServiceRequest(let r):
+            write(.with { $0.openServiceResponse = .with { $0.requestID = r.requestID; $0.status = .remoteSystemUnavailable; $0.detail = detail } })
+        case .serviceRequest(let r):
+            write(.with {
+                $0.serviceResponse = .with {
+                    $0.channelID = r.channelID
+                    $0.requestID = r.requestID
+                    $0.status = .remoteSystemUnavailable
+                    $0.detail = detail
+                }
+            })
+        default:
+            break
         }
     }
 
@@ -253,11 +317,31 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
         context?.close(promise: nil)
     }
 
-    /// Sends the delegate's answer once it is ready (if the connection is still there).
-    private func answer<R>(_ future: EventLoopFuture<R>?, frame: @escaping @Sendable (R) -> Baton_V1_Frame) {
+    /// Sends the delegate's answer once it is ready (if the connection is still there). A
+    /// failed future, or an answer over the peer's frame limit, is answered with `fallback`'s
+    /// frame instead (a status saying so): every request gets exactly one response.
+    private func answer<R>(
+        _ future: EventLoopFuture<R>?, frame: @escaping @Sendable (R) -> Baton_V1_Frame,
+        fallback: @escaping @Sendable (_ tooLarge: R?, _ detail: String) -> Baton_V1_Frame
+    ) {
         guard let future else { return }
+        answersInFlight += 1
         future.whenComplete { [self] result in
-            if case .success(let response) = result { respond(frame(response)) }
+            answersInFlight -= 1
+            defer { if answersInFlight == 0 { drained?() } }
+            guard isOpen || draining else { return }
+            switch result {
+            case .success(let response):
+                switch write(frame(response)) {
+                case .tooLarge(let size, let limit)?:
+                    logger.warning("answer over the peer's frame limit", metadata: ["size": "\(size)", "limit": "\(limit)"])
+                    write(fallback(response, "the answer is \(size) bytes, over this client's limit of \(limit)"))
+                default:
+                    break
+                }
+            case .failure(let error):
+                write(fallback(nil, "\(error)"))
+            }
         }
     }
 
@@ -411,6 +495,27 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
         handshake?.fail(error)
         handshake = nil
         closedReason = closedReason ?? "\(error)"
+    }
+
+    /// Shuts down gracefully: requests from the peer are no longer taken, the ones in flight
+    /// get their answers (for up to `grace`), then Goodbye `reason` and close. The future
+    /// completes when the connection is closed.
+    public func drainAndClose(_ reason: Baton_V1_Goodbye.Reason, _ detail: String, grace: TimeAmount = .seconds(5)) -> EventLoopFuture<Void> {
+        eventLoop.preconditionInEventLoop()
+        guard let context, closedReason == nil else { return eventLoop.makeSucceededVoidFuture() }
+        let closed = context.channel.closeFuture
+        draining = true
+        let finish = { [self] in
+            drained = nil
+            goodbye(reason, detail)
+        }
+        if answersInFlight == 0 {
+            finish()
+        } else {
+            drained = finish
+            eventLoop.scheduleTask(in: grace) { [self] in drained?() }
+        }
+        return closed
     }
 
     /// Says goodbye with `reason` and closes.

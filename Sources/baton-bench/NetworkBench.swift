@@ -48,9 +48,22 @@ final class AgentProcess {
         return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
     }
 
+    /// SIGTERM, then SIGKILL if the agent has not gone within 5 s (and says so).
     func stop() {
-        process.terminate()
-        process.waitUntilExit()
+        let pid = process.processIdentifier
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        var waited = 0
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if waited >= 500 {
+                FileHandle.standardError.write(Data("bench: the agent did not stop on SIGTERM within 5 s; killing it\n".utf8))
+                kill(pid, SIGKILL)
+                waitpid(pid, &status, 0)
+                break
+            }
+            usleep(10_000)
+            waited += 1
+        }
         try? FileManager.default.removeItem(at: folder)
     }
 }

@@ -117,6 +117,7 @@ func row(_ what: String, _ figure: String, _ baseline: String, _ target: String,
     let mark = ok.map { $0 ? "ok" : "MISSED" } ?? ""
     func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }
     print(pad(what, 46) + pad(figure, 12) + pad(baseline, 40) + pad(target, 12) + mark)
+    fflush(nil) // each row as soon as it is measured
 }
 
 let args = CommandLine.arguments

@@ -4,7 +4,6 @@ import BatonCore
 import BatonLua
 import BatonNet
 import BatonWire
-import Dispatch
 import Logging
 import NIOCore
 import NIOPosix
@@ -70,6 +69,16 @@ struct AgentCommand: ParsableCommand {
     }
 
     func run() throws {
+        // Before any thread exists: every thread inherits the mask, so SIGINT and SIGTERM wait
+        // for sigwait below. A disposition inherited as "ignore" (nohup, background jobs of a
+        // script) would drop them even while blocked, so reset it first.
+        var shutdownSignals = sigset_t()
+        sigemptyset(&shutdownSignals)
+        for signo in [SIGINT, SIGTERM] {
+            signal(signo, SIG_DFL)
+            sigaddset(&shutdownSignals, signo)
+        }
+        pthread_sigmask(SIG_BLOCK, &shutdownSignals, nil)
         logging.bootstrap()
         let logger = Logger(label: "baton.agent")
         let format = logging.logFormat
@@ -107,21 +116,11 @@ struct AgentCommand: ParsableCommand {
         fflush(nil)
         logger.info("agent ready", metadata: ["name": "\(device.name)", "address": "\(bound)"])
 
-        let stop = DispatchSemaphore(value: 0)
-        let signals = [SIGINT, SIGTERM].map { signo -> any DispatchSourceSignal in
-            signal(signo, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signo, queue: .global())
-            source.setEventHandler { stop.signal() }
-            source.resume()
-            return source
-        }
-        stop.wait()
-        logger.info("shutting down")
+        var received: Int32 = 0
+        sigwait(&shutdownSignals, &received)
+        logger.info("shutting down", metadata: ["signal": "\(received == SIGINT ? "SIGINT" : "SIGTERM")"])
         try? server.shutdown().wait()
-        // Let in-flight answers and goodbyes reach the wire.
-        usleep(100_000)
         agent.stop()
-        _ = signals
         Baton.exitProcess(0)
     }
 

@@ -1,0 +1,132 @@
+import ArgumentParser
+import BatonClient
+import BatonCore
+import NIOCore
+import NIOPosix
+
+/// The option every command that talks to a device shares: how long to wait for it.
+struct ClientOptions: ParsableArguments {
+    @Option(
+        name: .customLong("connect-timeout"),
+        help: ArgumentHelp(
+            "How long connecting and the handshake may take; an unreachable device answers remote_system_unavailable after it: 500ms, 3s, 1m.",
+            valueName: "duration"))
+    var connectTimeout: String = "3s"
+
+    func validate() throws {
+        guard let duration = DurationText.parse(connectTimeout), duration > .zero, duration <= .seconds(3600) else {
+            throw ValidationError("Invalid --connect-timeout '\(connectTimeout)': use a duration above zero and up to 1h, like 500ms, 3s or 1m.")
+        }
+    }
+
+    /// `--connect-timeout` as NIO counts time (validated: at most an hour).
+    var timeout: TimeAmount {
+        let (seconds, attoseconds) = (DurationText.parse(connectTimeout) ?? .seconds(3)).components
+        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+
+    /// A client on a loop of its own. Call once, from `run()`, after bootstrapping the logs.
+    func makeClient() -> BatonClient {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        var options = BatonClient.Options()
+        options.connectTimeout = timeout
+        return BatonClient(eventLoop: group.next(), options: options)
+    }
+}
+
+/// Reading the DEVICE argument.
+enum DeviceArgument {
+    static let help = ArgumentHelp(
+        "The device's agent as host:port, e.g. 192.168.1.20:47300 or [fe80::1]:47300.", valueName: "device")
+
+    /// The address `text` names, or a usage error that says what is accepted.
+    static func parse(_ text: String) throws -> DeviceAddress {
+        guard let address = DeviceAddress(text) else {
+            throw ValidationError(
+                "Invalid device '\(text)': give the agent's address as host:port, e.g. 127.0.0.1:47300 "
+                    + "(device names come with discovery).")
+        }
+        return address
+    }
+}
+
+extension BatonClient {
+    /// Says goodbye on every connection and lets the loop write it before the process ends.
+    func finish() {
+        shutdown()
+        try? eventLoop.submit {}.wait()
+    }
+}
+
+/// Turning JSON given on the command line into message values, and message values into text.
+enum MessageText {
+    /// The dictionary a JSON object describes. `option` names the option in errors (`--data`),
+    /// `root` the message in paths (`data.items[2]`).
+    ///
+    /// Strings, integers, numbers, booleans, arrays and objects map to their value kinds; an
+    /// array of numbers that mixes integers and fractions becomes all doubles. `null`, and
+    /// arrays whose elements are of different kinds, have no message form: usage errors that
+    /// say where.
+    static func dictionary(fromJSON text: String, option: String, root: String) throws -> ValueDictionary {
+        let json: JSON
+        do {
+            json = try JSON.parse(text)
+        } catch {
+            throw ValidationError("Invalid \(option): not JSON: \(error).")
+        }
+        guard case .object = json else {
+            throw ValidationError("Invalid \(option): expected a JSON object like '{\"key\": \"value\"}'.")
+        }
+        let value: Value
+        do {
+            value = try Self.value(json, path: root)
+        } catch {
+            throw ValidationError("Invalid \(option): \(error).")
+        }
+        guard case .dictionary(let dictionary) = value else { preconditionFailure("an object converts to a dictionary") }
+        return dictionary
+    }
+
+    private static func value(_ json: JSON, path: String) throws(ValueError) -> Value {
+        switch json {
+        case .null:
+            throw ValueError(path: path, reason: "null has no message form; leave the key out")
+        case .bool(let b): return .bool(b)
+        case .int(let i): return .int(i)
+        case .double(let d): return .double(d)
+        case .string(let s): return .string(s)
+        case .array(let elements):
+            var items: [Value] = []
+            items.reserveCapacity(elements.count)
+            for (offset, element) in elements.enumerated() {
+                items.append(try value(element, path: ValuePath.element(path, offset + 1)))
+            }
+            // JSON does not tell 2 from 2.0: numbers in one array are all doubles if one is.
+            if items.contains(where: { $0.kind == .double }), items.allSatisfy({ $0.kind == .double || $0.kind == .int }) {
+                items = items.map { if case .int(let i) = $0 { .double(Double(i)) } else { $0 } }
+            }
+            try Value.array(items).validate(path: path)
+            return .array(items)
+        case .object(let members):
+            var dictionary = ValueDictionary(minimumCapacity: members.count)
+            for member in members {
+                dictionary[member.key] = try value(member.value, path: ValuePath.member(path, member.key))
+            }
+            return .dictionary(dictionary)
+        }
+    }
+
+    /// `value` for a `key: value` line: strings as they are, anything else as compact JSON
+    /// (dates in ISO 8601, UUIDs in lower case, bytes in base64).
+    static func line(_ value: Value) -> String {
+        guard let json = try? value.json() else { return "\(value)" }
+        if case .string(let s) = json { return s }
+        return json.serialized(sortKeys: true)
+    }
+
+    /// One compact JSON object for `dictionary`; NaN and infinities (which JSON cannot hold)
+    /// are a failure naming where they are.
+    static func json(_ dictionary: ValueDictionary, path: String) throws(ValueError) -> String {
+        try Value.dictionary(dictionary).json(path: path).serialized(sortKeys: true)
+    }
+}

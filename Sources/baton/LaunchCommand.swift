@@ -1,0 +1,92 @@
+import ArgumentParser
+import BatonClient
+import BatonCore
+
+/// `baton launch`: opens a URI on another device.
+struct LaunchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "launch",
+        abstract: "Launch a URI on a device.",
+        discussion: """
+            The device picks what opens the URI, in this order: the app given with --app (and \
+            nothing else: app_unavailable if the device lacks it, protocol_unavailable if it \
+            does not take the scheme); else the first --prefer app the device has that takes \
+            the scheme; else the device's handler for the scheme; else any app that takes it; \
+            else the --fallback URI, chosen the same way; else protocol_unavailable.
+
+            Prints the status (success, app_unavailable, protocol_unavailable, \
+            remote_system_unavailable, value_set_too_large, denied_by_local_system, \
+            denied_by_remote_system or unknown) and, when it is not success, why: \
+            "app_unavailable: no app org.example.player on Living Room TV". With --json, one \
+            object: {"status":…,"detail":…,"device":"host:port","uri":…}.
+
+            --data is a JSON object handed to the app with the URI. Strings, integers, \
+            numbers, booleans, arrays (of one kind; integers among decimals count as \
+            decimals) and objects are allowed; null is not.
+
+            Examples:
+              baton launch 192.168.1.20:47300 https://example.org/film
+              baton launch tv.lan:47300 media:film/83 --app org.example.player \\
+                --data '{"position": 83.5}'
+              baton launch tv.lan:47300 spotify:track:1 --prefer com.spotify.client \\
+                --fallback https://open.spotify.com/track/1
+
+            Exit codes: 0 success; 1 any other status (an unreachable device is \
+            remote_system_unavailable, after --connect-timeout at most); 2 usage.
+            """
+    )
+
+    @Argument(help: DeviceArgument.help)
+    var device: String
+
+    @Argument(help: ArgumentHelp("The URI to launch; its scheme picks what opens it.", valueName: "uri"))
+    var uri: String
+
+    @Option(help: ArgumentHelp("Launch with this app only (its reverse-DNS id).", valueName: "id"))
+    var app: String?
+
+    @Option(help: ArgumentHelp("Launched instead when nothing on the device takes the URI.", valueName: "uri"))
+    var fallback: String?
+
+    @Option(help: ArgumentHelp("Try this app first when it takes the scheme; repeat to give an order.", valueName: "id"))
+    var prefer: [String] = []
+
+    @Option(help: ArgumentHelp("A JSON object handed to the app with the URI.", valueName: "json"))
+    var data: String?
+
+    @Flag(help: "Print one JSON object instead of text.")
+    var json = false
+
+    @OptionGroup var client: ClientOptions
+
+    @OptionGroup var logging: LoggingOptions
+
+    func validate() throws {
+        _ = try DeviceArgument.parse(device)
+        if let data { _ = try MessageText.dictionary(fromJSON: data, option: "--data", root: "data") }
+    }
+
+    func run() throws {
+        let address = try DeviceArgument.parse(device)
+        let launchData = try data.map { try MessageText.dictionary(fromJSON: $0, option: "--data", root: "data") } ?? [:]
+        logging.bootstrap()
+        let baton = client.makeClient()
+        let request = LaunchRequest(uri: uri, appID: app, fallbackURI: fallback, preferredAppIDs: prefer, data: launchData)
+        let (status, detail) = try baton.launch(request, on: address).wait()
+        baton.finish()
+        if json {
+            let object = JSON.object([
+                .init("status", .string(status.rawValue)),
+                .init("detail", .string(detail)),
+                .init("device", .string(address.description)),
+                .init("uri", .string(uri)),
+            ])
+            print(object.serialized())
+        } else if status == .success || detail.isEmpty {
+            print(status.rawValue)
+        } else {
+            print("\(status.rawValue): \(detail)")
+        }
+        Baton.exitProcess(status == .success ? 0 : 1)
+    }
+}
