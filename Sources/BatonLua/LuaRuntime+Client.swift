@@ -8,7 +8,7 @@ extension LuaRuntime {
     var client: BatonClient {
         if let existing = clientStorage { return existing }
         var options = BatonClient.Options()
-        options.connectTimeout = .nanoseconds(Int64(options.connectTimeoutNanoseconds(self.options.connectTimeout)))
+        options.connectTimeout = TimeAmount(self.options.connectTimeout)
         let client = BatonClient(eventLoop: eventLoop, options: options, logger: logger)
         clientStorage = client
         return client
@@ -326,12 +326,6 @@ extension LuaRuntime {
     private func connClose(_ call: HostCall) throws -> HostResult {
         try channel(call)?.close()
         return .values(0)
-    }
-}
-
-extension BatonClient.Options {
-    func connectTimeoutNanoseconds(_ d: Duration) -> Int64 {
-        d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000
     }
 }
 

@@ -68,8 +68,7 @@ public final class LuaRuntime: @unchecked Sendable {
         limits = .allocate(capacity: 1)
         limits.initialize(to: baton_runtime())
         if let timeout = options.timeout {
-            let ns = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
-            limits.pointee.deadline_ns = baton_monotonic_ns() + ns
+            limits.pointee.deadline_ns = baton_monotonic_ns() + TimeAmount(timeout).nanoseconds
             let message = "timeout after \(DurationText.format(timeout))"
             withUnsafeMutableBytes(of: &limits.pointee.stop_message) { buf in
                 let bytes = Array(message.utf8.prefix(buf.count - 1)) + [0]
@@ -165,8 +164,7 @@ public final class LuaRuntime: @unchecked Sendable {
         enqueue(task, nargs: Int32(arguments.count))
 
         if let timeout = options.timeout {
-            deadline = eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000
-                + timeout.components.attoseconds / 1_000_000_000)) { [self] in
+            deadline = eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in
                 guard !finished else { return }
                 limits.pointee.timed_out = 1
                 finish(.timedOut(timeout))

@@ -56,6 +56,10 @@ struct AgentCommand: ParsableCommand {
     @Option(name: .customLong("max-message"), help: ArgumentHelp("The largest frame accepted: 1M, 256K.", valueName: "size"))
     var maxMessage: String = "1M"
 
+    // For tests: how long a client may stay silent before it must have said Hello.
+    @Option(name: .customLong("hello-timeout"), help: .hidden)
+    var helloTimeout: String = "10s"
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -63,6 +67,9 @@ struct AgentCommand: ParsableCommand {
             throw ValidationError("Invalid --kind '\(kind)': use one of \(DeviceKind.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
         guard HostPort(listen) != nil else { throw ValidationError("Invalid --listen '\(listen)': use HOST:PORT, e.g. 127.0.0.1:0.") }
+        guard DurationText.parse(helloTimeout) != nil else {
+            throw ValidationError("Invalid --hello-timeout '\(helloTimeout)': use a duration like 10s.")
+        }
         guard let size = ByteSizeText.parse(maxMessage), size >= 1024, size <= FrameLimits.hardLimit else {
             throw ValidationError("Invalid --max-message '\(maxMessage)': use a size from 1K to 1G, e.g. 1M.")
         }
@@ -105,7 +112,9 @@ struct AgentCommand: ParsableCommand {
         let limits = FrameLimits(maxFrameSize: ByteSizeText.parse(maxMessage)!)
         let server: AgentServer
         do {
-            server = try agent.listen(host: address.host, port: address.port, limits: limits).wait()
+            var timing = PeerConnection.Timing()
+            timing.helloTimeout = TimeAmount(DurationText.parse(helloTimeout)!)
+            server = try agent.listen(host: address.host, port: address.port, limits: limits, timing: timing).wait()
         } catch {
             FailureReport.write(message: "cannot listen on \(listen): \(error)", format: format)
             Baton.exitProcess(1)

@@ -21,8 +21,7 @@ struct ClientOptions: ParsableArguments {
 
     /// `--connect-timeout` as NIO counts time (validated: at most an hour).
     var timeout: TimeAmount {
-        let (seconds, attoseconds) = (DurationText.parse(connectTimeout) ?? .seconds(3)).components
-        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        TimeAmount(DurationText.parse(connectTimeout) ?? .seconds(3))
     }
 
     /// A client on a loop of its own. Call once, from `run()`, after bootstrapping the logs.

@@ -45,14 +45,7 @@ struct Run: ParsableCommand {
     @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("How long reaching a device may take before it counts as unavailable.", valueName: "duration"))
     var connectTimeout: String = "3s"
 
-    @Option(name: .customLong("log-format"), help: "How logs and errors are written to stderr: text, or json (one object a line).")
-    var logFormat: LogFormat = .text
-
-    @Flag(name: .shortAndLong, help: "Log errors only.")
-    var quiet = false
-
-    @Flag(name: .shortAndLong, help: "Log debug messages too.")
-    var verbose = false
+    @OptionGroup var logging: LoggingOptions
 
     @Argument(help: ArgumentHelp("The script to run, or - for standard input.", valueName: "script"))
     var script: String?
@@ -76,15 +69,11 @@ struct Run: ParsableCommand {
         if DurationText.parse(connectTimeout) == nil {
             throw ValidationError("Invalid --connect-timeout '\(connectTimeout)': use a duration like 500ms or 3s.")
         }
-        if quiet && verbose {
-            throw ValidationError("--quiet and --verbose cannot be used together.")
-        }
     }
 
     func run() throws {
-        let level: Logger.Level = quiet ? .error : (verbose ? .debug : .info)
-        let format = logFormat
-        LoggingSystem.bootstrap { _ in StderrLogHandler(format: format, logLevel: level) }
+        logging.bootstrap()
+        let format = logging.logFormat
 
         let source: ScriptSource
         var args = arguments

@@ -118,6 +118,25 @@ struct HostileBytesTests {
         }
     }
 
+    @Test("a client that says nothing is dropped after the hello timeout; others are served")
+    func silentClient() async throws {
+        try await withAgent(arguments: ["--hello-timeout", "2s"]) { agent in
+            let client = makeClient()
+            defer { client.shutdown() }
+            // The well-behaved client is connected first, so its own Hello is never late.
+            let (first, detail) = await client.launch(LaunchRequest(uri: "media:before-silent"), on: agent.address)
+            #expect(first == .success, "\(detail)")
+            let silent = try RawConnection(port: agent.address.port)
+            let (during, _) = await client.launch(LaunchRequest(uri: "media:while-silent"), on: agent.address)
+            #expect(during == .success)
+            let results = try await onThread { silent.readUntilClosed() }
+            #expect(results.last == .closed, "\(results)")
+            #expect(results.compactMap(\.goodbye).map(\.reason) == [.timeout], "\(results)")
+            let (after, _) = await client.launch(LaunchRequest(uri: "media:after-silent"), on: agent.address)
+            #expect(after == .success)
+        }
+    }
+
     @Test("oversized requests get a too-large answer with their ids, and the connection lives on")
     func oversizedRequests() async throws {
         try await withAgent(arguments: ["--max-message", "64K"]) { agent in
