@@ -3,6 +3,10 @@ import BatonNet
 import BatonWire
 import Logging
 import NIOCore
+import NIOPosix
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Baton's Swift API: launch URIs on devices, describe them, and open app-service channels.
 ///
@@ -148,8 +152,17 @@ public final class BatonClient: @unchecked Sendable {
         }
     }
 
+    /// Why `device` could not be reached, in a person's words.
     static func describe(_ error: any Error, device: DeviceAddress) -> String {
         if case ChannelError.connectTimeout = error { return "\(device): no answer within the connect timeout" }
+        if let failure = error as? NIOConnectionError {
+            if failure.connectionErrors.isEmpty { return "\(device): cannot resolve \(failure.host)" }
+            let causes = failure.connectionErrors.map { attempt -> String in
+                if let io = attempt.error as? IOError, io.errnoCode == ECONNREFUSED { return "connection refused (is an agent listening there?)" }
+                return "\(attempt.error)"
+            }
+            return "\(device): \(Set(causes).sorted().joined(separator: "; "))"
+        }
         return "\(device): \(error)"
     }
 }

@@ -1,4 +1,5 @@
 import BatonClient
+import BatonCore
 import Foundation
 import NIOCore
 import NIOPosix
@@ -324,6 +325,18 @@ func withAgent<T>(
 
 /// Polls `condition` until it holds or `limit` seconds have passed (a guard against hangs, not
 /// a timing assertion); whether it held.
+/// Asks the fixtures' `closed` service what the agent's `on_closed` recorded for the channel
+/// tagged `tag`, until it is no longer "open"; the last answer.
+func recordedClose(_ tag: String, _ client: BatonClient, _ agent: AgentProcess) async -> Value? {
+    var seen: Value?
+    _ = await eventually {
+        let reply = try? await client.send(["tag": .string(tag)], to: "closed", app: Fixtures.services, on: agent.address).get()
+        seen = reply?.message?["status"]
+        return seen != nil && seen != .string("open")
+    }
+    return seen
+}
+
 func eventually(within limit: Double = 10, _ condition: () async throws -> Bool) async rethrows -> Bool {
     let start = Date()
     while true {

@@ -213,17 +213,6 @@ struct ProtocolRulesTests {
         }
     }
 
-    /// Asks the `closed` service what the agent recorded under `tag`, until it is not "open".
-    static func recorded(_ tag: String, _ client: BatonClient, _ agent: AgentProcess) async -> Value? {
-        var seen: Value?
-        _ = await eventually {
-            let reply = try? await client.send(["tag": .string(tag)], to: "closed", app: Fixtures.services, on: agent.address).get()
-            seen = reply?.message?["status"]
-            return seen != nil && seen != .string("open")
-        }
-        return seen
-    }
-
     @Test("the client closes while the agent waits for its answer: conn:send gets app_service_connection_closed")
     func closeWhileAgentWaits() async throws {
         try await withAgent { agent in
@@ -242,7 +231,7 @@ struct ProtocolRulesTests {
             let mine: EventLoopFuture<ServiceReplyMessage> = conn.send(["question": .dictionary(["q": .string("?")]), "tag": .string("closing")])
             let answer = try #require(await result(of: mine, within: 5), "the client's own request was never answered")
             #expect(try answer.get().status == .appServiceConnectionClosed)
-            #expect(await Self.recorded("ask:closing", client, agent) == .string("app_service_connection_closed"))
+            #expect(await recordedClose("ask:closing", client, agent) == .string("app_service_connection_closed"))
         }
     }
 
@@ -280,14 +269,7 @@ struct ProtocolRulesTests {
 
             let observer = makeClient()
             defer { observer.shutdown() }
-            var seen: Value?
-            let heard = await eventually {
-                let reply = try? await observer.send(["tag": .string("gone")], to: "closed", app: Fixtures.services, on: agent.address).get()
-                seen = reply?.message?["status"]
-                return seen != .string("open")
-            }
-            #expect(heard, "on_closed never ran")
-            #expect(seen == .string("unknown"))
+            #expect(await recordedClose("gone", observer, agent) == .string("unknown"), "on_closed never ran, or heard another status")
         }
     }
 

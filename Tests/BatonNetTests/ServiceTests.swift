@@ -231,14 +231,7 @@ struct ServiceTests {
             let after = await watched.send(["tag": .string("x")])
             #expect(after.status == .appServiceConnectionClosed)
 
-            var seen: Value?
-            let heard = await eventually {
-                let reply = try? await client.send(["tag": .string("client-close")], to: "closed", app: Fixtures.services, on: agent.address).get()
-                seen = reply?.message?["status"]
-                return seen != .string("open")
-            }
-            #expect(heard, "on_closed never ran")
-            #expect(seen == .string("completed"))
+            #expect(await recordedClose("client-close", client, agent) == .string("completed"), "on_closed never ran, or heard another status")
         }
     }
 
