@@ -70,7 +70,7 @@ let package = Package(
         .target(
             name: "BatonAgent",
             dependencies: [
-                "BatonLua", "BatonCore", "BatonNet", "BatonWire",
+                "BatonLua", "BatonCore", "BatonNet", "BatonWire", "BatonClient",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]

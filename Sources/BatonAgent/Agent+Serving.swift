@@ -1,3 +1,4 @@
+import BatonClient
 import BatonCore
 import BatonLua
 import BatonNet
@@ -54,21 +55,11 @@ extension Agent {
         lua.newTable()
         runtime.register("send", in: -1, qualifier: "conn") { [self] call in
             let (connection, channel) = try channelOf(call)
-            guard call.lua.type(at: 2) == .table else { throw call.argumentError(2, "message table expected, got \(call.lua.typeName(at: 2))") }
-            let message: Value
-            do { message = try call.runtime.value(at: 2, on: call.lua) } catch { throw HostError.message("\(error)") }
-            guard case .dictionary(let dictionary) = message else {
-                throw HostError.message("message: a message is a dictionary (string keys), got an array")
-            }
-            let reply = connection.send(channel: channel, message: Baton_V1_Dictionary(dictionary))
-            return try call.runtime.wait(call, for: reply.map { response in response }.recover { error in
-                Baton_V1_ServiceResponse.with {
-                    $0.status = .remoteSystemUnavailable
-                    $0.detail = "\(error)"
-                }
-            }) { response, lua in
-                Self.pushReply(response, runtime: call.runtime, on: lua)
-            }
+            let message = try call.runtime.messageArgument(call, 2)
+            let reply = connection.send(channel: channel, message: Baton_V1_Dictionary(message))
+                .map(ServiceReplyMessage.init(wire:))
+                .recover(ServiceReplyMessage.init(failure:))
+            return try call.runtime.wait(call, for: reply) { reply, lua in call.runtime.pushReply(reply, on: lua) }
         }
         runtime.register("close", in: -1, qualifier: "conn") { [self] call in
             let (connection, channel) = try channelOf(call)
@@ -100,27 +91,9 @@ extension Agent {
         return (connection, id)
     }
 
-    /// Pushes `reply, status` for a script: the message table (nil unless success) and the
-    /// status string.
-    static func pushReply(_ response: Baton_V1_ServiceResponse, runtime: LuaRuntime, on lua: LuaState) -> Int32 {
-        let status = ResponseStatus(wire: response.status)
-        if status == .success, let message = try? ValueDictionary(wire: response.message) {
-            runtime.push(.dictionary(message), on: lua)
-            lua.push(status.rawValue)
-        } else {
-            lua.pushNil()
-            lua.push(status == .success ? ResponseStatus.failure.rawValue : status.rawValue)
-        }
-        return 2
-    }
-
     /// Calls the channel's `on_closed(status)`, if the script set one, and lets it go.
     func channelClosed(object: LuaReference, status: ClosedStatus) {
-        runtime.startTask(name: "on_closed") { [runtime] lua in
-            runtime.push(object, on: lua)
-            lua.rawGet(-1, field: "on_closed")
-            baton_remove(lua.pointer, -2)
-            guard lua.type(at: -1) == .function else { return nil }
+        runtime.startCallback("on_closed", of: object, name: "on_closed") { lua in
             lua.push(status.rawValue)
             return 1
         }

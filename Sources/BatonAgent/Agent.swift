@@ -167,37 +167,10 @@ public final class Agent: @unchecked Sendable {
                 pushConnection(lua)
                 return 2
             }) { [runtime] result in
-                promise.succeed(Self.reply(from: result, runtime: runtime, service: service))
+                let reply = runtime.serviceReply(from: result, handler: "the provider of \(service)")
+                promise.succeed(ServiceReply(status: reply.status, message: reply.message ?? [:], detail: reply.detail))
             }
             return promise.futureResult
-        }
-    }
-
-    private static func reply(from result: Result<TaskResults, ScriptFailure>, runtime: LuaRuntime, service: String) -> ServiceReply {
-        switch result {
-        case .failure(let failure):
-            return ServiceReply(status: .failure, detail: failure.message)
-        case .success(let results):
-            let lua = results.lua
-            guard results.count > 0 else { return ServiceReply(status: .success) }
-            let first = results.index(1)
-            switch lua.type(at: first) {
-            case .table:
-                do {
-                    guard case .dictionary(let d) = try runtime.value(at: first, on: lua, root: "response") else {
-                        return ServiceReply(status: .failure, detail: "the provider of \(service) returned an array, not a message")
-                    }
-                    return ServiceReply(status: .success, message: d)
-                } catch {
-                    return ServiceReply(status: .failure, detail: "the provider of \(service) returned a bad message: \(error)")
-                }
-            case .nil:
-                let text = results.count > 1 ? lua.toString(at: results.index(2)) : nil
-                let status = text.flatMap(ResponseStatus.init(rawValue:)) ?? .failure
-                return ServiceReply(status: status == .success ? .failure : status, detail: text ?? "")
-            default:
-                return ServiceReply(status: .failure, detail: "the provider of \(service) returned a \(lua.typeName(at: first)), not a message table")
-            }
         }
     }
 }

@@ -99,7 +99,8 @@ public struct ServiceReplyMessage: Sendable, Equatable {
         self.detail = detail
     }
 
-    init(wire: Baton_V1_ServiceResponse) {
+    /// The reply a wire response carries; a malformed message becomes `failure`.
+    public init(wire: Baton_V1_ServiceResponse) {
         let status = ResponseStatus(wire: wire.status)
         if status == .success {
             do {
@@ -112,7 +113,8 @@ public struct ServiceReplyMessage: Sendable, Equatable {
         }
     }
 
-    init(failure error: any Error) {
+    /// The status a failed request gets: too large, channel closed, or device unavailable.
+    public init(failure error: any Error) {
         switch error {
         case PeerConnectionError.tooLarge(let size, let limit):
             self.init(status: .messageSizeTooLarge, detail: "the message is \(size) bytes, over the agent's limit of \(limit)")

@@ -203,29 +203,6 @@ extension LuaRuntime {
         return app
     }
 
-    private func messageArgument(_ call: HostCall, _ position: Int32) throws -> ValueDictionary {
-        guard call.lua.type(at: position) == .table else {
-            throw call.argumentError(position, "message table expected, got \(call.lua.typeName(at: position))")
-        }
-        let value: Value
-        do { value = try self.value(at: position, on: call.lua) } catch { throw HostError.message("\(error)") }
-        guard case .dictionary(let message) = value else {
-            throw HostError.message("message: a message is a dictionary (string keys), got an array")
-        }
-        return message
-    }
-
-    func pushReply(_ reply: ServiceReplyMessage, on lua: LuaState) -> Int32 {
-        if let message = reply.message, reply.status == .success {
-            push(.dictionary(message), on: lua)
-        } else {
-            lua.pushNil()
-        }
-        lua.push(reply.status.rawValue)
-        lua.push(reply.detail)
-        return 3
-    }
-
     /// The conn table: `conn.id`, `conn.app`, `conn.service`, `conn.device`; `conn:send(msg)`,
     /// `conn:close()`; the script sets `conn.on_request(msg)` and `conn.on_closed(status)`.
     /// An open channel keeps the run alive.
@@ -250,54 +227,23 @@ extension LuaRuntime {
         retainKeepAlive()
         channel.onRequest = { [self] message in
             let promise = eventLoop.makePromise(of: ServiceReplyMessage.self)
-            var started = false
-            startTask(name: "on_request of \(channel.service)", push: { lua in
-                self.push(object, on: lua)
-                lua.rawGet(-1, field: "on_request")
-                baton_remove(lua.pointer, -2)
-                guard lua.type(at: -1) == .function else { return nil }
-                started = true
+            let started = startCallback("on_request", of: object, name: "on_request of \(channel.service)", arguments: { lua in
                 self.push(.dictionary(message), on: lua)
                 return 1
             }) { result in
-                promise.succeed(self.reply(from: result))
+                promise.succeed(self.serviceReply(from: result, handler: "on_request"))
             }
             if !started { promise.succeed(ServiceReplyMessage(status: .failure, detail: "the script set no on_request")) }
             return promise.futureResult
         }
         channel.onClosed = { [self] status in
-            startTask(name: "on_closed of \(channel.service)") { lua in
-                self.push(object, on: lua)
-                lua.rawGet(-1, field: "on_closed")
-                baton_remove(lua.pointer, -2)
-                guard lua.type(at: -1) == .function else { return nil }
+            startCallback("on_closed", of: object, name: "on_closed of \(channel.service)") { lua in
                 lua.push(status.rawValue)
                 return 1
             }
             if openChannels.removeValue(forKey: number) != nil {
                 release(object)
                 releaseKeepAlive()
-            }
-        }
-    }
-
-    private func reply(from result: Result<TaskResults, ScriptFailure>) -> ServiceReplyMessage {
-        switch result {
-        case .failure(let failure):
-            return ServiceReplyMessage(status: .failure, detail: failure.message)
-        case .success(let results):
-            let lua = results.lua
-            guard results.count > 0, lua.type(at: results.index(1)) == .table else {
-                let text = results.count > 1 ? lua.toString(at: results.index(2)) : nil
-                return ServiceReplyMessage(status: text.flatMap(ResponseStatus.init(rawValue:)) ?? .failure, detail: text ?? "")
-            }
-            do {
-                guard case .dictionary(let d) = try value(at: results.index(1), on: lua, root: "response") else {
-                    return ServiceReplyMessage(status: .failure, detail: "on_request returned an array, not a message")
-                }
-                return ServiceReplyMessage(status: .success, message: d)
-            } catch {
-                return ServiceReplyMessage(status: .failure, detail: "on_request returned a bad message: \(error)")
             }
         }
     }
