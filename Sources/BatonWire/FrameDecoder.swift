@@ -1,5 +1,4 @@
 import NIOCore
-import SwiftProtobuf
 
 /// Splits a byte stream into frames (Protocol/baton.proto, FRAMING): an unsigned varint length,
 /// then that many bytes of one serialized `Frame`.
@@ -17,17 +16,6 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
 
     /// Payload bytes of an oversized frame still to be discarded.
     private var bytesToSkip = 0
-
-    /// Options for parsing: unknown fields are dropped (we never re-send a frame), and the
-    /// nesting limit leaves room for Values nested past their own 64-level limit, so those get
-    /// `validate`'s error naming the path rather than a protocol error. Each Value nesting level
-    /// costs protobuf 2 (Array, Value) or 3 (Dictionary, Entry, Value) message levels.
-    static let parseOptions: BinaryDecodingOptions = {
-        var options = BinaryDecodingOptions()
-        options.discardUnknownFields = true
-        options.messageDepthLimit = 256
-        return options
-    }()
 
     public init(limits: FrameLimits = FrameLimits()) {
         self.limits = limits
@@ -74,16 +62,17 @@ public struct FrameDecoder: NIOSingleStepByteToMessageDecoder {
         }
 
         guard buffer.readableBytes >= prefixLength + length else { return nil }
-        buffer.moveReaderIndex(forwardBy: prefixLength)
-        let frame: Baton_V1_Frame
-        do {
-            frame = try Baton_V1_Frame(
-                serializedBytes: buffer.readableBytesSpan.extracting(first: length), options: Self.parseOptions)
-        } catch {
-            buffer.moveReaderIndex(forwardBy: length)
-            throw .protocolError("malformed frame of \(length) bytes: \(error)")
+        let parsed = buffer.withUnsafeReadableBytes { bytes -> Result<Baton_V1_Frame, ProtoReader.Malformed> in
+            Result { () throws(ProtoReader.Malformed) in
+                try Baton_V1_Frame(wireBytes: UnsafeRawBufferPointer(rebasing: bytes[prefixLength..<prefixLength + length]))
+            }
         }
-        buffer.moveReaderIndex(forwardBy: length)
+        buffer.moveReaderIndex(forwardBy: prefixLength + length)
+        let frame: Baton_V1_Frame
+        switch parsed {
+        case .success(let parsedFrame): frame = parsedFrame
+        case .failure(let error): throw .protocolError("malformed frame of \(length) bytes: \(error)")
+        }
         guard frame.body != nil else { throw .protocolError("frame of unknown type") }
         return .frame(frame)
     }

@@ -1,5 +1,4 @@
 import NIOCore
-import SwiftProtobuf
 
 /// Writes frames (Protocol/baton.proto, FRAMING): an unsigned varint length, then the
 /// serialized `Frame`. Use it as `MessageToByteHandler(FrameEncoder(limits:))`.
@@ -26,17 +25,9 @@ public struct FrameEncoder: MessageToByteEncoder {
         _ frame: Baton_V1_Frame, into out: inout ByteBuffer, maxFrameSize: Int
     ) throws(WireError) {
         guard frame.body != nil else { throw .unsendableFrame("frame has no body") }
-        let bytes: [UInt8]
-        do {
-            bytes = try frame.serializedBytes()
-        } catch {
-            throw .unsendableFrame("\(error)")
-        }
-        guard bytes.count <= maxFrameSize else {
-            throw .frameTooLarge(size: bytes.count, limit: maxFrameSize)
-        }
-        out.reserveCapacity(minimumWritableBytes: Varint.encodedLength(UInt64(bytes.count)) + bytes.count)
-        Varint.write(UInt64(bytes.count), into: &out)
-        out.writeBytes(bytes)
+        var writer = ProtoWriter()
+        let size = writer.lengthPrefixed(frame)
+        guard size <= maxFrameSize else { throw .frameTooLarge(size: size, limit: maxFrameSize) }
+        writer.append(to: &out)
     }
 }
