@@ -56,6 +56,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Baton's own mDNS/DNS-SD: the DNS wire codec (RFC 1035 §4, RFC 6762, RFC 6763).
+        .target(
+            name: "BatonDiscovery",
+            dependencies: [
+                "BatonCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The public Swift API: launch, describe, app-service connections.
         .target(
             name: "BatonClient",
@@ -97,8 +106,17 @@ let package = Package(
             name: "BatonWireTests",
             dependencies: [
                 "BatonWire", "BatonCore",
+                // The reference the hand-written codec is checked against, byte for byte.
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "BatonDiscoveryTests",
+            dependencies: [
+                "BatonDiscovery",
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .testTarget(name: "BatonLuaTests", dependencies: ["BatonLua", "BatonCore"]),
