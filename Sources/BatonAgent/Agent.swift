@@ -157,20 +157,33 @@ public final class Agent: @unchecked Sendable {
     public func serve(
         app id: String, service: String, message: ValueDictionary, pushConnection: @escaping @Sendable (LuaState) -> Void
     ) -> EventLoopFuture<ServiceReply> {
-        runtime.eventLoop.flatSubmit { [self] in
-            guard let provider = configuration.app(id)?.services[service] else {
-                return runtime.eventLoop.makeSucceededFuture(ServiceReply(status: .unknown, detail: "\(id) has no service \(service)"))
+        let loop = runtime.eventLoop
+        let promise = loop.makePromise(of: ServiceReply.self)
+        // Connections live on the runtime's loop, so the usual call needs no hop.
+        if loop.inEventLoop {
+            serveOnLoop(app: id, service: service, message: message, pushConnection: pushConnection, promise: promise)
+        } else {
+            loop.execute { [self] in
+                serveOnLoop(app: id, service: service, message: message, pushConnection: pushConnection, promise: promise)
             }
-            let promise = runtime.eventLoop.makePromise(of: ServiceReply.self)
-            runtime.startTask(function: provider, name: "service \(service) of \(id)", arguments: { [runtime] lua in
-                runtime.push(.dictionary(message), on: lua)
-                pushConnection(lua)
-                return 2
-            }) { [runtime] result in
-                let reply = runtime.serviceReply(from: result, handler: "the provider of \(service)")
-                promise.succeed(ServiceReply(status: reply.status, message: reply.message ?? [:], detail: reply.detail))
-            }
-            return promise.futureResult
+        }
+        return promise.futureResult
+    }
+
+    private func serveOnLoop(
+        app id: String, service: String, message: ValueDictionary, pushConnection: @escaping @Sendable (LuaState) -> Void,
+        promise: EventLoopPromise<ServiceReply>
+    ) {
+        guard let provider = configuration.app(id)?.services[service] else {
+            return promise.succeed(ServiceReply(status: .unknown, detail: "\(id) has no service \(service)"))
+        }
+        runtime.startTask(function: provider, name: "service \(service) of \(id)", arguments: { [runtime] lua in
+            runtime.push(.dictionary(message), on: lua)
+            pushConnection(lua)
+            return 2
+        }) { [runtime] result in
+            let reply = runtime.serviceReply(from: result, handler: "the provider of \(service)")
+            promise.succeed(ServiceReply(status: reply.status, message: reply.message ?? [:], detail: reply.detail))
         }
     }
 }

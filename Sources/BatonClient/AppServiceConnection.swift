@@ -35,14 +35,25 @@ public final class AppServiceConnection: @unchecked Sendable {
     /// is over the agent's limit, `app_service_connection_closed` if the channel closed).
     public func send(_ message: ValueDictionary) -> EventLoopFuture<ServiceReplyMessage> {
         let wire = Baton_V1_Dictionary(message)
-        return connection.eventLoop.flatSubmit { [self] in
-            guard closedStatus == nil else {
-                return connection.eventLoop.makeSucceededFuture(ServiceReplyMessage(status: .appServiceConnectionClosed, detail: "the channel is closed"))
-            }
-            return connection.send(channel: channelID, message: wire).map(ServiceReplyMessage.init(wire:)).recover { error in
-                ServiceReplyMessage(failure: error)
+        let loop = connection.eventLoop
+        // Callers on the connection's loop (scripts, the benchmark) need no hop.
+        if loop.inEventLoop { return sendOnLoop(wire) }
+        return loop.flatSubmit { [self] in sendOnLoop(wire) }
+    }
+
+    private func sendOnLoop(_ wire: Baton_V1_Dictionary) -> EventLoopFuture<ServiceReplyMessage> {
+        let loop = connection.eventLoop
+        guard closedStatus == nil else {
+            return loop.makeSucceededFuture(ServiceReplyMessage(status: .appServiceConnectionClosed, detail: "the channel is closed"))
+        }
+        let promise = loop.makePromise(of: ServiceReplyMessage.self)
+        connection.send(channel: channelID, message: wire).whenComplete { result in
+            switch result {
+            case .success(let response): promise.succeed(ServiceReplyMessage(wire: response))
+            case .failure(let error): promise.succeed(ServiceReplyMessage(failure: error))
             }
         }
+        return promise.futureResult
     }
 
     /// As ``send(_:)``, with async/await.
