@@ -1,0 +1,215 @@
+import ArgumentParser
+import BatonClient
+import BatonCore
+import Foundation
+import NIOCore
+
+/// `baton devices`: the devices discovery finds, as a table, JSON, or a stream of events.
+struct DevicesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "devices",
+        abstract: "List the devices Baton can reach, or watch them come and go.",
+        discussion: """
+            Waits until enumeration is over (every --peer has answered or failed, and the \
+            first mDNS query window has passed) or --timeout, whichever comes first, then \
+            prints one line per device: name, kind, platform, address, id. Filters work as \
+            in Rome: different filters must all match; the values of one repeated filter \
+            are alternatives.
+
+            With --watch, prints events until interrupted: added, updated, removed, \
+            enumeration_completed, error. With --json, the list is one JSON array of \
+            {id, name, kind, platform, model, manufacturer, address, addresses, transport, \
+            status, account, sources} and each event is one JSON object on a line: \
+            {"event": "added", "device": {...}}.
+
+            Examples:
+              baton devices
+              baton devices --kind tv --kind speaker --json
+              baton devices --peer 192.168.1.20:47300 --watch --json
+
+            Exit codes: 0 listed (even none); 2 usage.
+            """
+    )
+
+    @Flag(help: "Stream added, updated and removed events until interrupted.")
+    var watch = false
+
+    @Flag(help: "Print JSON: one array, or one object per event with --watch.")
+    var json = false
+
+    @Option(name: .customLong("kind"), help: ArgumentHelp("Only devices of this kind (repeatable): \(DeviceKind.allCases.map(\.rawValue).joined(separator: ", ")).", valueName: "kind"))
+    var kinds: [String] = []
+
+    @Option(help: ArgumentHelp("Only devices reached this way: local, cloud or any.", valueName: "transport"))
+    var transport = "any"
+
+    @Option(name: .customLong("platform"), help: ArgumentHelp("Only devices of this platform (repeatable): \(Platform.allCases.map(\.rawValue).joined(separator: ", ")).", valueName: "platform"))
+    var platforms: [String] = []
+
+    @Option(help: ArgumentHelp("available (the default: devices whose agent answers) or any (also those that stopped answering).", valueName: "status"))
+    var status = "available"
+
+    @Option(help: ArgumentHelp("same_account (the default) or anonymous (devices of other accounts too).", valueName: "kind"))
+    var authorization = "same_account"
+
+    @Option(help: ArgumentHelp("Print the list after this long even if enumeration is not over: 500ms, 2s.", valueName: "duration"))
+    var timeout = "3s"
+
+    @OptionGroup var discovery: DiscoveryOptions
+
+    @OptionGroup var client: ClientOptions
+
+    @OptionGroup var logging: LoggingOptions
+
+    func validate() throws {
+        _ = try filter()
+        guard let duration = DurationText.parse(timeout), duration >= .zero else {
+            throw ValidationError("Invalid --timeout '\(timeout)': use a duration like 500ms, 2s or 1m.")
+        }
+    }
+
+    /// The filter the options describe.
+    func filter() throws -> DeviceFilter {
+        var filter = DeviceFilter()
+        for kind in kinds {
+            guard let k = DeviceKind(rawValue: kind) else {
+                throw ValidationError("Invalid --kind '\(kind)': use one of \(DeviceKind.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+            filter.kinds.insert(k)
+        }
+        for platform in platforms {
+            guard let p = Platform(rawValue: platform) else {
+                throw ValidationError("Invalid --platform '\(platform)': use one of \(Platform.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+            filter.platforms.insert(p)
+        }
+        switch transport {
+        case "any": filter.transport = nil
+        case let t: guard let value = Transport(rawValue: t) else {
+            throw ValidationError("Invalid --transport '\(t)': use local, cloud or any.")
+        }
+            filter.transport = value
+        }
+        switch status {
+        case "any": filter.status = nil
+        case "available": filter.status = .available
+        default: throw ValidationError("Invalid --status '\(status)': use available or any.")
+        }
+        guard let authorizationKind = AuthorizationKind(rawValue: authorization) else {
+            throw ValidationError("Invalid --authorization '\(authorization)': use same_account or anonymous.")
+        }
+        filter.authorization = authorizationKind
+        return filter
+    }
+
+    func run() throws {
+        logging.bootstrap()
+        let filter = try filter()
+        let baton = client.makeClient()
+        let directory = try discovery.makeDirectory(client: baton)
+        let loop = baton.eventLoop
+        if watch {
+            try loop.submit {
+                directory.start(waitingFor: discovery.sources)
+                _ = directory.watch(filter) { event in Self.emit(event, json: json) }
+            }.wait()
+            // Until interrupted: SIGINT's default action ends the process.
+            while true { sleep(3600) }
+        }
+        let done = loop.makePromise(of: Void.self)
+        try loop.submit {
+            directory.start(waitingFor: discovery.sources)
+            _ = directory.watch(filter) { event in
+                if case .enumerationCompleted = event { done.succeed() }
+                if case .error(let problem) = event { StandardError.write("baton: \(problem)\n") }
+            }
+            loop.scheduleTask(in: TimeAmount(DurationText.parse(timeout) ?? .seconds(3))) { done.succeed() }
+        }.wait()
+        try done.futureResult.wait()
+        let devices = try loop.submit { directory.devices(matching: filter) }.wait()
+        baton.finish()
+        if json {
+            print(JSON.array(devices.map(DeviceJSON.object)).serialized())
+        } else {
+            print(Self.table(devices))
+        }
+        Baton.exitProcess(0)
+    }
+
+    static func emit(_ event: DeviceDirectory.Event, json: Bool) {
+        let line: String
+        switch event {
+        case .added(let d), .updated(let d), .removed(let d):
+            let name = switch event { case .added: "added"; case .updated: "updated"; default: "removed" }
+            line = json
+                ? JSON.object([.init("event", .string(name)), .init("device", DeviceJSON.object(d))]).serialized()
+                : "\(name) \(d.info.name) (\(d.info.kind.rawValue), \(d.endpoints.first?.description ?? "-"), \(d.info.id))"
+        case .enumerationCompleted:
+            line = json ? #"{"event":"enumeration_completed"}"# : "enumeration completed"
+        case .error(let problem):
+            line = json ? JSON.object([.init("event", .string("error")), .init("message", .string(problem))]).serialized() : "error: \(problem)"
+        }
+        print(line)
+        fflush(nil)
+    }
+
+    static func table(_ devices: [RemoteDevice]) -> String {
+        let header = ["NAME", "KIND", "PLATFORM", "ADDRESS", "ID"]
+        let rows = devices.map { [$0.info.name, $0.info.kind.rawValue, $0.info.platform.rawValue, $0.endpoints.first?.description ?? "-", $0.info.id] }
+        guard !rows.isEmpty else { return "no devices found" }
+        let widths = (0..<header.count).map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+        return ([header] + rows).map { row in
+            row.enumerated().map { column, cell in
+                column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }.joined(separator: "\n")
+    }
+}
+
+/// Devices as JSON, the same shape everywhere Baton prints one.
+enum DeviceJSON {
+    static func object(_ device: RemoteDevice) -> JSON {
+        .object([
+            .init("id", .string(device.info.id)),
+            .init("name", .string(device.info.name)),
+            .init("kind", .string(device.info.kind.rawValue)),
+            .init("platform", .string(device.info.platform.rawValue)),
+            .init("model", .string(device.info.model)),
+            .init("manufacturer", .string(device.info.manufacturer)),
+            .init("address", device.endpoints.first.map { .string($0.description) } ?? .null),
+            .init("addresses", .array(device.endpoints.map { .string($0.description) })),
+            .init("transport", .string(device.transport.rawValue)),
+            .init("status", .string(device.status.rawValue)),
+            .init("account", .string(device.account)),
+            .init("sources", .array(device.sources.sorted().map { .string($0.rawValue) })),
+        ])
+    }
+}
+
+/// How commands find devices: static peers now, mDNS when it is on.
+struct DiscoveryOptions: ParsableArguments {
+    @Option(name: .customLong("peer"), help: ArgumentHelp("A device's agent at HOST:PORT, polled with Describe, for networks without multicast (repeatable).", valueName: "host:port"))
+    var peers: [String] = []
+
+    @Option(help: ArgumentHelp("How long a device may stay silent before it counts as gone: 30s (the default), 10s.", valueName: "duration"))
+    var liveness = "30s"
+
+    func validate() throws {
+        for peer in peers where DeviceAddress(peer) == nil {
+            throw ValidationError("Invalid --peer '\(peer)': use HOST:PORT, e.g. 192.168.1.20:47300.")
+        }
+        guard let duration = DurationText.parse(liveness), duration >= .milliseconds(300) else {
+            throw ValidationError("Invalid --liveness '\(liveness)': use a duration of at least 300ms, like 10s or 30s.")
+        }
+    }
+
+    /// Sources besides static peers whose first window enumeration waits for.
+    var sources: Set<String> { [] }
+
+    func makeDirectory(client: BatonClient) throws -> DeviceDirectory {
+        var options = DeviceDirectory.Options()
+        options.peers = peers.compactMap(DeviceAddress.init)
+        options.liveness = TimeAmount(DurationText.parse(liveness) ?? .seconds(30))
+        return DeviceDirectory(client: client, options: options)
+    }
+}
