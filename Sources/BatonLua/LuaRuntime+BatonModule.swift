@@ -14,6 +14,7 @@ extension LuaRuntime {
         installMessageFunctions(module: m)
         installJSON(module: m)
         installClientFunctions(module: m)
+        installDiscoveryFunctions(module: m)
 
         // Internal functions the prelude needs; not visible to scripts.
         lua.newTable()

@@ -56,12 +56,11 @@ extension LuaRuntime {
             text = lua.toString(at: position)
         }
         guard let text else {
-            throw call.argumentError(position, "device expected (a device from baton.find, or \"host:port\"), got \(lua.typeName(at: position))")
+            throw call.argumentError(position, "device expected (a device from baton.find, a name, an id, or \"host:port\"), got \(lua.typeName(at: position))")
         }
-        guard let address = DeviceAddress(text) else {
-            throw call.argumentError(position, "\"\(text)\" is not host:port; find a device by name with baton.find")
-        }
-        return address
+        if let address = DeviceAddress(text) { return address }
+        if let known = knownDevice(text) { return known }
+        throw call.argumentError(position, "no single known device is named or has the id \"\(text)\"; find it first with baton.find, or give host:port")
     }
 
     /// Pushes a device table: id, name, kind, platform, model, manufacturer, address,
@@ -81,29 +80,19 @@ extension LuaRuntime {
         lua.setMetatable(-2)
     }
 
-    /// `baton.find(x)`: `"host:port"` asks that agent; a name or id is looked for among the
-    /// `--peer` devices. `nil, "not_found"` when nothing answers to it.
+    /// `baton.find(x [, {timeout =}])`: `"host:port"` asks that agent; a name or an id is
+    /// looked for in the directory (mDNS and `--peer` devices) until found or the timeout:
+    /// `nil, "not_found"`, or `nil, "ambiguous", detail` when several devices share the name.
     private func find(_ call: HostCall) throws -> HostResult {
         let target = try call.string(1)
-        let candidates: [DeviceAddress]
-        if let address = DeviceAddress(target) {
-            candidates = [address]
-        } else {
-            candidates = options.peers.compactMap(DeviceAddress.init)
+        guard let address = DeviceAddress(target) else {
+            return try findInDirectory(call, target: target, timeout: discoveryTimeout(call, 2))
         }
-        let client = self.client
-        let lookups = candidates.map { address in
-            client.describe(address).map { Optional(($0.0, address)) }.recover { _ in nil }
-        }
-        let all = EventLoopFuture.whenAllSucceed(lookups, on: eventLoop).map { found in
-            found.compactMap { $0 }.filter { device, address in
-                DeviceAddress(target) == address || device.name == target || device.id == target
-            }
-        }
-        return try wait(call, for: all) { matches, lua in
-            guard matches.count == 1, let (device, address) = matches.first else {
+        let found = client.describe(address).map { Optional($0.0) }.recover { _ in nil }
+        return try wait(call, for: found) { device, lua in
+            guard let device else {
                 lua.pushNil()
-                lua.push(matches.isEmpty ? "not_found" : "ambiguous")
+                lua.push("not_found")
                 return 2
             }
             self.pushDevice(device, address: address, on: lua)

@@ -41,6 +41,12 @@ public final class LuaRuntime: @unchecked Sendable {
     /// Metatables' addresses, to recognise Baton's own userdata quickly.
     var metatables = Metatables()
     var clientStorage: BatonClient?
+    /// The device directory `baton.find`, `baton.devices` and `baton.watch` share, started on
+    /// first use.
+    var directoryStorage: DeviceDirectory?
+    /// Running `baton.watch` watchers, by the number in their table.
+    var watchers: [Int: (watch: DeviceDirectory.Watch, handlers: LuaReference)] = [:]
+    var nextWatcherNumber = 1
     /// Channels the script opened, by the number in their conn table.
     var openChannels: [Int: (channel: AppServiceConnection, object: LuaReference)] = [:]
     var nextChannelNumber = 1

@@ -81,6 +81,44 @@ struct ScriptBindingTests {
         ])
     }
 
+    @Test("devices, filters, watch, and launch by name or id through the directory")
+    func directory() async throws {
+        let live = try await LiveAgent.start()
+        defer { live.agent.stop() }
+        let (outcome, captured) = try await live.run("""
+            local all = baton.devices()
+            capture(table.concat({ #all, all[1].name, all[1].status, all[1].transports[1] }, " "))
+            capture(#baton.devices(baton.filter{ kind = { "phone", "speaker" } }))
+            capture(#baton.devices({ kind = "tv", platform = "linux", transport = "local" }))
+            capture(#baton.devices({ transport = "cloud" }))
+            local tv = baton.find("11111111-2222-3333-4444-555555555555")
+            capture(tv.name)
+            capture(baton.launch("Living Room TV", "media:film", { app = "org.example.player" }))
+            capture(baton.launch(tv.id, "media:film", { app = "org.example.player" }))
+            capture(select(2, pcall(baton.filter, { kind = "toaster" })))
+            capture(select(2, pcall(baton.devices, { colour = "red" })))
+            local seen = {}
+            do
+              local w <close> = baton.watch(nil, {
+                added = function(d) seen[#seen + 1] = "added " .. d.name end,
+                enumeration_completed = function() seen[#seen + 1] = "enumerated" end,
+              })
+              baton.sleep(0.2)
+            end
+            capture(seen)
+            """)
+        #expect(outcome == .completed, "\(captured.failures)")
+        #expect(captured.values == [
+            .string("1 Living Room TV available local"),
+            .int(0), .int(1), .int(0),
+            .string("Living Room TV"),
+            .string("success"), .string("success"),
+            .string("baton.filter: unknown kind 'toaster' (kinds: desktop, laptop, phone, tablet, tv, xbox, speaker, hub, iot, holographic, unknown)"),
+            .string("baton.devices: unknown option 'colour' (options: authorization, kind, platform, status, transport)"),
+            .array([.string("added Living Room TV"), .string("enumerated")]),
+        ])
+    }
+
     @Test("launch answers the agent's status; unreachable devices answer remote_system_unavailable")
     func launch() async throws {
         let live = try await LiveAgent.start()
@@ -101,7 +139,7 @@ struct ScriptBindingTests {
             .string("protocol_unavailable"), .string("remote_system_unavailable"),
         ])
         #expect(captured.values.dropFirst(5).first == .string("data[2]: expected number like data[1], got string"))
-        #expect(captured.values.last == .string("bad argument #1 to 'baton.launch' (\"not an address\" is not host:port; find a device by name with baton.find)"))
+        #expect(captured.values.last == .string("bad argument #1 to 'baton.launch' (no single known device is named or has the id \"not an address\"; find it first with baton.find, or give host:port)"))
     }
 
     @Test("a channel carries typed messages both ways and keeps the run alive until it closes")
