@@ -33,19 +33,78 @@ struct ClientOptions: ParsableArguments {
     }
 }
 
-/// Reading the DEVICE argument.
+/// Reading the DEVICE argument: `host:port`, or a device's name or id found by discovery.
 enum DeviceArgument {
     static let help = ArgumentHelp(
-        "The device's agent as host:port, e.g. 192.168.1.20:47300 or [fe80::1]:47300.", valueName: "device")
+        "The device: its name or id (found by discovery and --peer), or its agent as host:port, e.g. 192.168.1.20:47300 or [fe80::1]:47300.",
+        valueName: "device")
 
-    /// The address `text` names, or a usage error that says what is accepted.
-    static func parse(_ text: String) throws -> DeviceAddress {
-        guard let address = DeviceAddress(text) else {
+    /// The address `text` names when it is `host:port`, nil for a name or id; a usage error
+    /// for something that tries to be `host:port` and is not.
+    static func parse(_ text: String) throws -> DeviceAddress? {
+        if let address = DeviceAddress(text) { return address }
+        let afterColon = text.split(separator: ":", omittingEmptySubsequences: false).last ?? ""
+        guard !text.isEmpty, !(text.contains(":") && afterColon.allSatisfy(\.isNumber)) else {
             throw ValidationError(
-                "Invalid device '\(text)': give the agent's address as host:port, e.g. 127.0.0.1:47300 "
-                    + "(device names come with discovery).")
+                "Invalid device '\(text)': give a device name or id (see baton devices), or the agent's address as "
+                    + "host:port with a port from 1 to 65535, e.g. 127.0.0.1:47300.")
         }
-        return address
+        return nil
+    }
+
+    /// The address of the device `text` names, looking names and ids up through discovery;
+    /// prints why and exits 1 when no single device answers to it.
+    static func resolve(_ text: String, client: BatonClient, discovery: DiscoveryOptions, timeout: TimeAmount) throws -> DeviceAddress {
+        if let address = try parse(text) { return address }
+        let directory = try discovery.makeDirectory(client: client)
+        let loop = client.eventLoop
+        let promise = loop.makePromise(of: Result<DeviceAddress, DeviceLookupError>.self)
+        try loop.submit {
+            var settled = false
+            let settle = { (result: Result<DeviceAddress, DeviceLookupError>) in
+                guard !settled else { return }
+                settled = true
+                directory.stop()
+                promise.succeed(result)
+            }
+            let look = {
+                let all = directory.devices()
+                let byID = all.filter { $0.info.id == text }
+                let named = all.filter { $0.info.name == text }
+                if let device = byID.first ?? (directory.enumerated && named.count == 1 ? named.first : nil),
+                   let endpoint = device.endpoints.first {
+                    return settle(.success(DeviceAddress(host: endpoint.host, port: endpoint.port)))
+                }
+                if directory.enumerated, named.count > 1 { settle(.failure(.ambiguous(text, named.map(\.info.id)))) }
+            }
+            directory.start(waitingFor: discovery.sources)
+            _ = directory.watch(DeviceFilter()) { _ in look() }
+            look()
+            let onTimeout = NIOLoopBound(settle, eventLoop: loop)
+            loop.scheduleTask(in: timeout) { onTimeout.value(.failure(.notFound(text))) }
+        }.wait()
+        switch try promise.futureResult.wait() {
+        case .success(let address): return address
+        case .failure(let error):
+            client.finish()
+            StandardError.write("\(error)\n")
+            Baton.exitProcess(1)
+        }
+    }
+}
+
+/// Why a DEVICE name or id did not lead to one device.
+enum DeviceLookupError: Error, CustomStringConvertible {
+    case notFound(String)
+    case ambiguous(String, [String])
+
+    var description: String {
+        switch self {
+        case .notFound(let name):
+            "not_found: no device named or with the id \"\(name)\" was found (see baton devices; --peer HOST:PORT for networks without multicast)"
+        case .ambiguous(let name, let ids):
+            "ambiguous: \(ids.count) devices are named \"\(name)\": \(ids.joined(separator: ", ")); give the id instead"
+        }
     }
 }
 

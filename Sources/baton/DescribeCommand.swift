@@ -30,6 +30,8 @@ struct DescribeCommand: ParsableCommand {
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
+    @OptionGroup var discovery: DiscoveryOptions
+
     @OptionGroup var client: ClientOptions
 
     @OptionGroup var logging: LoggingOptions
@@ -39,9 +41,9 @@ struct DescribeCommand: ParsableCommand {
     }
 
     func run() throws {
-        let address = try DeviceArgument.parse(device)
         logging.bootstrap()
         let baton = client.makeClient()
+        let address = try DeviceArgument.resolve(device, client: baton, discovery: discovery, timeout: client.timeout)
         let result = baton.describe(address)
         let info: DeviceInfo
         let apps: [AppInfo]

@@ -57,6 +57,8 @@ struct LaunchCommand: ParsableCommand {
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
+    @OptionGroup var discovery: DiscoveryOptions
+
     @OptionGroup var client: ClientOptions
 
     @OptionGroup var logging: LoggingOptions
@@ -67,10 +69,10 @@ struct LaunchCommand: ParsableCommand {
     }
 
     func run() throws {
-        let address = try DeviceArgument.parse(device)
         let launchData = try data.map { try MessageText.dictionary(fromJSON: $0, option: "--data", root: "data") } ?? [:]
         logging.bootstrap()
         let baton = client.makeClient()
+        let address = try DeviceArgument.resolve(device, client: baton, discovery: discovery, timeout: client.timeout)
         let request = LaunchRequest(uri: uri, appID: app, fallbackURI: fallback, preferredAppIDs: prefer, data: launchData)
         let (status, detail) = try baton.launch(request, on: address).wait()
         baton.finish()

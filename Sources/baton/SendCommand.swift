@@ -51,6 +51,8 @@ struct SendCommand: ParsableCommand {
     @Flag(name: .customLong("json-output"), help: "Print the reply as one JSON object.")
     var jsonOutput = false
 
+    @OptionGroup var discovery: DiscoveryOptions
+
     @OptionGroup var client: ClientOptions
 
     @OptionGroup var logging: LoggingOptions
@@ -94,10 +96,10 @@ struct SendCommand: ParsableCommand {
     }
 
     func run() throws {
-        let address = try DeviceArgument.parse(device)
         let message = try message()
         logging.bootstrap()
         let baton = client.makeClient()
+        let address = try DeviceArgument.resolve(device, client: baton, discovery: discovery, timeout: client.timeout)
         let reply = try baton.send(message, to: service, app: app, on: address).wait()
         baton.finish()
         guard reply.status == .success else {

@@ -253,19 +253,28 @@ struct CLITests {
         #expect(describe.stdout.isEmpty)
     }
 
-    @Test("a DEVICE that is not host:port is a usage error that points to discovery", arguments: [
-        ["launch", "living-room-tv", "media:x"],
+    @Test("a DEVICE that tries to be host:port and is not is a usage error", arguments: [
         ["launch", "127.0.0.1:99999", "media:x"],
         ["launch", "127.0.0.1:", "media:x"],
-        ["send", "Living Room TV", "echo", "--app", "a"],
-        ["describe", "tv.local"],
         ["describe", ":47300"],
+        ["describe", ""],
     ])
     func badDevice(_ arguments: [String]) async throws {
         let result = try await runBaton(arguments)
         #expect(result.code == 2, "\(result)")
         #expect(result.stderr.contains("host:port"), "\(result)")
-        #expect(result.stderr.contains("discovery"), "\(result)")
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test("a DEVICE name or id that discovery does not find answers not_found, exit 1", arguments: [
+        ["launch", "living-room-tv", "media:x"],
+        ["send", "Living Room TV", "echo", "--app", "a"],
+        ["describe", "tv.local"],
+    ])
+    func unknownDevice(_ arguments: [String]) async throws {
+        let result = try await runBaton(arguments + ["--connect-timeout", "300ms", "--peer", "127.0.0.1:1"])
+        #expect(result.code == 1, "\(result)")
+        #expect(result.stderr.contains("not_found"), "\(result)")
         #expect(result.stdout.isEmpty)
     }
 }
