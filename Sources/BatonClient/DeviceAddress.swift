@@ -1,3 +1,5 @@
+import BatonCore
+
 /// Where a device's agent listens: `host:port` (`[v6]:port` for IPv6).
 public struct DeviceAddress: Sendable, Hashable, CustomStringConvertible {
     public var host: String
@@ -19,4 +21,9 @@ public struct DeviceAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    /// Where `endpoint` is.
+    public init(_ endpoint: RemoteDevice.Endpoint) {
+        self.init(host: endpoint.host, port: endpoint.port)
+    }
 }

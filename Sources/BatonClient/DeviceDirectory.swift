@@ -126,6 +126,54 @@ public final class DeviceDirectory: @unchecked Sendable {
         watchers[watch.id] = nil
     }
 
+    /// What a lookup by name or id settles on.
+    public enum Lookup: Sendable, Equatable {
+        case found(RemoteDevice)
+        case notFound
+        /// Several devices share the name: their ids.
+        case ambiguous([String])
+    }
+
+    /// The device `nameOrID` names among those known now: an id matches at once; a name only
+    /// once enumeration is over, so a second device of the same name is not missed. Nil while
+    /// it may still turn up. Only devices `filter` passes count.
+    public func match(_ nameOrID: String, among filter: DeviceFilter = DeviceFilter()) -> Lookup? {
+        let all = devices(matching: filter)
+        if let byID = all.first(where: { $0.info.id == nameOrID }) { return .found(byID) }
+        guard enumerated else { return nil }
+        let named = all.filter { $0.info.name == nameOrID }
+        switch named.count {
+        case 0: return nil
+        case 1: return .found(named[0])
+        default: return .ambiguous(named.map(\.info.id))
+        }
+    }
+
+    /// Waits until ``match(_:)`` settles on `nameOrID`, or `timeout` passes (`notFound`).
+    public func find(_ nameOrID: String, timeout: TimeAmount) -> EventLoopFuture<Lookup> {
+        eventLoop.preconditionInEventLoop()
+        let promise = eventLoop.makePromise(of: Lookup.self)
+        if let now = match(nameOrID) {
+            promise.succeed(now)
+            return promise.futureResult
+        }
+        var watch: Watch?
+        var settled = false
+        let settle = { [self] (result: Lookup) in
+            guard !settled else { return }
+            settled = true
+            if let watch { unwatch(watch) }
+            promise.succeed(result)
+        }
+        watch = self.watch(DeviceFilter()) { [self] _ in
+            if let now = match(nameOrID) { settle(now) }
+        }
+        let onTimeout = NIOLoopBound(settle, eventLoop: eventLoop)
+        let timer = eventLoop.scheduleTask(in: timeout) { onTimeout.value(.notFound) }
+        promise.futureResult.whenComplete { _ in timer.cancel() }
+        return promise.futureResult
+    }
+
     // MARK: sources
 
     /// An mDNS instance advertising device `device` (found or changed).
@@ -252,8 +300,7 @@ public final class DeviceDirectory: @unchecked Sendable {
         // mDNS devices not also reached as static peers (polling covers those).
         for (id, entry) in entries where entry.peers.isEmpty {
             guard let endpoint = entry.device.endpoints.first else { continue }
-            let address = DeviceAddress(host: endpoint.host, port: endpoint.port)
-            client.describe(address).whenComplete { [self] result in
+            client.describe(DeviceAddress(endpoint)).whenComplete { [self] result in
                 switch result {
                 case .success:
                     guard var entry = entries[id], entry.device.status != .available else { return }

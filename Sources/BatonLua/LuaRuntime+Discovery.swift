@@ -145,40 +145,10 @@ extension LuaRuntime {
         }
     }
 
-    /// What `find` settles on.
-    enum FindResult: Sendable {
-        case found(RemoteDevice)
-        case notFound
-        case ambiguous([String])
-    }
-
-    /// `baton.find(name or id, {timeout =})` through the directory: an id matches at once; a
-    /// name once enumeration is over (so a second device of the same name is not missed).
+    /// `baton.find(name or id, {timeout =})` through the directory (see
+    /// ``DeviceDirectory/find(_:timeout:)``).
     func findInDirectory(_ call: HostCall, target: String, timeout: TimeAmount) throws -> HostResult {
-        let directory = self.directory
-        let promise = eventLoop.makePromise(of: FindResult.self)
-        var watch: DeviceDirectory.Watch?
-        var settled = false
-        let settle = { (result: FindResult) in
-            guard !settled else { return }
-            settled = true
-            if let watch { directory.unwatch(watch) }
-            promise.succeed(result)
-        }
-        let look = {
-            let all = directory.devices()
-            if let byID = all.first(where: { $0.info.id == target }) { return settle(.found(byID)) }
-            guard directory.enumerated else { return }
-            let named = all.filter { $0.info.name == target }
-            if named.count == 1 { settle(.found(named[0])) }
-            if named.count > 1 { settle(.ambiguous(named.map(\.info.id))) }
-        }
-        watch = directory.watch(DeviceFilter()) { _ in look() }
-        look()
-        let onTimeout = NIOLoopBound(settle, eventLoop: eventLoop)
-        let timer = eventLoop.scheduleTask(in: timeout) { onTimeout.value(.notFound) }
-        promise.futureResult.whenComplete { _ in timer.cancel() }
-        return try wait(call, for: promise.futureResult) { result, lua in
+        return try wait(call, for: directory.find(target, timeout: timeout)) { result, lua in
             switch result {
             case .found(let device):
                 self.pushDevice(device, on: lua)
@@ -199,17 +169,14 @@ extension LuaRuntime {
     /// The device `text` names among those already known (a name or an id), for launch and
     /// open; nil when none or several do.
     func knownDevice(_ text: String) -> DeviceAddress? {
-        guard let directory = directoryStorage else { return nil }
-        let all = directory.devices(matching: DeviceFilter(status: nil))
-        let matches = all.filter { $0.info.id == text }.isEmpty ? all.filter { $0.info.name == text } : all.filter { $0.info.id == text }
-        guard matches.count == 1, let endpoint = matches[0].endpoints.first else { return nil }
-        return DeviceAddress(host: endpoint.host, port: endpoint.port)
+        guard case .found(let device)? = directoryStorage?.match(text, among: DeviceFilter(status: nil)) else { return nil }
+        return device.endpoints.first.map(DeviceAddress.init)
     }
 
     /// Pushes a device table: id, name, kind, platform, model, manufacturer, address,
     /// addresses, transports, status, account; `dev:apps()`.
     func pushDevice(_ device: RemoteDevice, on lua: LuaState) {
-        let address = device.endpoints.first.map { DeviceAddress(host: $0.host, port: $0.port) } ?? DeviceAddress(host: "", port: 0)
+        let address = device.endpoints.first.map(DeviceAddress.init) ?? DeviceAddress(host: "", port: 0)
         pushDevice(device.info, address: address, on: lua)
         lua.push(device.status.rawValue)
         lua.rawSet(-2, field: "status")

@@ -57,39 +57,21 @@ enum DeviceArgument {
     static func resolve(_ text: String, client: BatonClient, discovery: DiscoveryOptions, timeout: TimeAmount) throws -> DeviceAddress {
         if let address = try parse(text) { return address }
         let directory = try discovery.makeDirectory(client: client)
-        let loop = client.eventLoop
-        let promise = loop.makePromise(of: Result<DeviceAddress, DeviceLookupError>.self)
-        try loop.submit {
-            var settled = false
-            let settle = { (result: Result<DeviceAddress, DeviceLookupError>) in
-                guard !settled else { return }
-                settled = true
-                directory.stop()
-                promise.succeed(result)
-            }
-            let look = {
-                let all = directory.devices()
-                let byID = all.filter { $0.info.id == text }
-                let named = all.filter { $0.info.name == text }
-                if let device = byID.first ?? (directory.enumerated && named.count == 1 ? named.first : nil),
-                   let endpoint = device.endpoints.first {
-                    return settle(.success(DeviceAddress(host: endpoint.host, port: endpoint.port)))
-                }
-                if directory.enumerated, named.count > 1 { settle(.failure(.ambiguous(text, named.map(\.info.id)))) }
-            }
+        let lookup = try client.eventLoop.flatSubmit {
             directory.start(waitingFor: discovery.sources)
-            _ = directory.watch(DeviceFilter()) { _ in look() }
-            look()
-            let onTimeout = NIOLoopBound(settle, eventLoop: loop)
-            loop.scheduleTask(in: timeout) { onTimeout.value(.failure(.notFound(text))) }
+            return directory.find(text, timeout: timeout).always { _ in directory.stop() }
         }.wait()
-        switch try promise.futureResult.wait() {
-        case .success(let address): return address
-        case .failure(let error):
-            client.finish()
-            StandardError.write("\(error)\n")
-            Baton.exitProcess(1)
+        let problem: DeviceLookupError
+        switch lookup {
+        case .found(let device):
+            if let endpoint = device.endpoints.first { return DeviceAddress(endpoint) }
+            problem = .notFound(text)
+        case .notFound: problem = .notFound(text)
+        case .ambiguous(let ids): problem = .ambiguous(text, ids)
         }
+        client.finish()
+        StandardError.write("\(problem)\n")
+        Baton.exitProcess(1)
     }
 }
 
