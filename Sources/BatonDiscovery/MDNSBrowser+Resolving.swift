@@ -8,6 +8,7 @@ extension MDNSBrowser {
         let interfaceIndex = received.interfaceIndex ?? 0
         let records = received.message.answers + received.message.additionals
         var relevant = false
+        let jitter = Double.random(in: 0...0.02)
         for record in records where record.recordClass == .internet {
             let wanted =
                 switch record.type {
@@ -16,14 +17,14 @@ extension MDNSBrowser {
                 default: false
                 }
             guard wanted else { continue }
-            cache.insert(record, interfaceIndex: interfaceIndex, at: now)
+            cache.insert(record, interfaceIndex: interfaceIndex, at: now, jitter: jitter)
             relevant = true
         }
         // Addresses after the SRV records, which may be in the same packet.
         let targets = hostNames()
         for record in records where record.recordClass == .internet && (record.type == .a || record.type == .aaaa) {
             guard targets.contains(record.name) else { continue }
-            cache.insert(record, interfaceIndex: interfaceIndex, at: now)
+            cache.insert(record, interfaceIndex: interfaceIndex, at: now, jitter: jitter)
             relevant = true
         }
         guard relevant else { return }

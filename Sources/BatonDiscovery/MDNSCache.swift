@@ -23,7 +23,7 @@ struct MDNSCache {
         /// How many of the four refresh points have passed.
         var refreshesDone = 0
         /// This record's random extra, 0 ... 2 %, on each refresh point.
-        var jitter = Double.random(in: 0...0.02)
+        var jitter: Double
         /// Why the record is on its way out, if a goodbye or cache flush cut its life short.
         var fate: Fate?
 
@@ -87,8 +87,14 @@ struct MDNSCache {
     /// Takes in `record`, received on `interfaceIndex` at `now`. Returns whether the cache
     /// changed in a way a reader could see: a new record, or one now saying goodbye; a mere
     /// TTL refresh returns false.
+    ///
+    /// `jitter` (0 ... 0.02) is added to each refresh point; give the records of one packet the
+    /// same, so that they are refreshed by one query.
     @discardableResult
-    mutating func insert(_ record: DNSResourceRecord, interfaceIndex: Int, at now: NIODeadline) -> Bool {
+    mutating func insert(
+        _ record: DNSResourceRecord, interfaceIndex: Int, at now: NIODeadline,
+        jitter: Double = .random(in: 0...0.02)
+    ) -> Bool {
         let key = Key(interfaceIndex: interfaceIndex, name: record.name, data: record.data)
         if record.ttl == 0 {
             guard var entry = entries[key] else { return false }
@@ -113,7 +119,8 @@ struct MDNSCache {
             return false
         }
         entries[key] = Entry(
-            record: record, interfaceIndex: interfaceIndex, received: now, expires: now + .seconds(Int64(record.ttl)))
+            record: record, interfaceIndex: interfaceIndex, received: now, expires: now + .seconds(Int64(record.ttl)),
+            jitter: jitter)
         index[nameAndType, default: []].insert(key)
         return existing == nil || existing?.fate != nil
     }

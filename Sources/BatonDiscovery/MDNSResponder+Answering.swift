@@ -4,16 +4,14 @@ extension MDNSResponder {
     /// The TTL cap of answers to legacy unicast queriers (RFC 6762 §6.7).
     static let legacyUnicastTTL: UInt32 = 10
 
-    /// A query. While probing, only simultaneous probes matter; once announced, we answer.
+    /// A query. While probing, simultaneous probes matter; once announced, we answer, and go on
+    /// answering while probing again after a link change or a conflict, as the names were ours.
     func handleQuery(_ received: MDNSReceivedMessage) {
         let message = received.message
-        if phase == .probing {
-            if !message.authorities.isEmpty {
-                _ = handleSimultaneousProbe(received)
-            }
+        if phase == .probing, !message.authorities.isEmpty, handleSimultaneousProbe(received) {
             return
         }
-        guard phase == .announced else { return }
+        guard phase == .announced || hasAnnounced else { return }
         // More known answers for a truncated query we are holding an answer for (§7.2).
         if message.questions.isEmpty {
             suppressKnownAnswers(message.answers, inPendingFor: received)

@@ -6,6 +6,7 @@ extension MDNSResponder {
         cancelTimers()
         phase = .probing
         probesSent = 0
+        waitingForInterface = false
         probeTask = eventLoop.scheduleTask(in: delay) { [self] in sendProbe() }
     }
 
@@ -14,6 +15,12 @@ extension MDNSResponder {
     /// probe asks for unicast answers: on a host where several processes share port 5353 a
     /// unicast answer reaches only one of them, and later probes make sure ours hears.
     func sendProbe() {
+        guard !transport.interfaces.isEmpty else {
+            // Nothing to probe on; an interface coming up starts probing over.
+            probeTask = nil
+            waitingForInterface = true
+            return
+        }
         let first = probesSent == 0
         for interface in transport.interfaces {
             let probe = DNSMessage(
@@ -40,6 +47,7 @@ extension MDNSResponder {
         logger.debug("mDNS: probing done", metadata: ["instance": "\(instanceLabel)", "host": "\(host)"])
         announce(on: nil)
         startPromise?.succeed(instanceLabel)
+        startPromise = nil
     }
 
     /// Announces every record on the interfaces with the given indices (all when nil):

@@ -51,7 +51,11 @@ public final class MDNSResponder: @unchecked Sendable {
     var announcementTasks: [Int: Scheduled<Void>] = [:]
     var nextTaskID = 0
     var listenerID: MDNSListenerID?
+    /// Completed, and forgotten, when probing first succeeds.
     var startPromise: EventLoopPromise<String>?
+    var startFuture: EventLoopFuture<String>?
+    /// Whether probing waits for an interface to probe on.
+    var waitingForInterface = false
     var recentConflicts: [NIODeadline] = []
     var pendingResponses: [PendingKey: PendingResponse] = [:]
     /// When each of our records was last multicast on each interface, for QU answers (§5.4).
@@ -136,15 +140,16 @@ public final class MDNSResponder: @unchecked Sendable {
         published.withLockedValue { $0.host }
     }
 
-    /// Starts probing. The future succeeds with the instance name once probing is over and the
-    /// first announcement is out (renamed if the name was taken), and fails with
-    /// `CancellationError` if the responder is stopped first. Starting again returns the same
-    /// future.
+    /// Starts probing. The future succeeds with the instance name once probing on at least one
+    /// interface is over and the first announcement is out (renamed if the name was taken), and
+    /// fails with `CancellationError` if the responder is stopped first. With no usable
+    /// interface, probing waits for one. Starting again returns the same future.
     public func start() -> EventLoopFuture<String> {
         eventLoop.flatSubmit { [self] in
-            if let startPromise { return startPromise.futureResult }
+            if let startFuture { return startFuture }
             let promise = eventLoop.makePromise(of: String.self)
             startPromise = promise
+            startFuture = promise.futureResult
             guard phase == .idle else {
                 promise.fail(CancellationError())
                 return promise.futureResult
@@ -178,6 +183,7 @@ public final class MDNSResponder: @unchecked Sendable {
             if let listenerID { transport.removeListener(listenerID) }
             listenerID = nil
             startPromise?.fail(CancellationError())
+            startPromise = nil
             nameContinuation.finish()
             guard owesGoodbye else { return eventLoop.makeSucceededVoidFuture() }
             logger.debug("mDNS: goodbye", metadata: ["instance": "\(instanceLabel)"])
@@ -198,10 +204,11 @@ public final class MDNSResponder: @unchecked Sendable {
             } else {
                 handleQuery(received)
             }
-        case .interfaceAdded(let interface), .interfaceChanged(let interface):
-            // While probing, the next probe goes out on it anyway.
-            if phase == .announced {
-                announce(on: [interface.index])
+        case .interfaceAdded, .interfaceChanged:
+            // A link change: probe and announce again (RFC 6762 §8), on every interface, as our
+            // names may be taken on the new link. A probe already under way includes it anyway.
+            if phase == .announced || waitingForInterface {
+                startProbing(after: .random(in: timing.probeDelay))
             }
         case .interfaceRemoved(let interface):
             for key in pendingResponses.keys where key.interfaceIndex == interface.index {

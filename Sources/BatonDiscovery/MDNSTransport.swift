@@ -90,6 +90,11 @@ public final class MDNSTransport: MDNSMessageTransport, @unchecked Sendable {
         counters.withLockedValue { $0 }
     }
 
+    /// The interfaces in use now: up, multicast-capable, and joined in at least one family.
+    public func interfacesInUse() -> EventLoopFuture<[MDNSInterface]> {
+        eventLoop.submit { self.interfaces }
+    }
+
     /// The families whose socket is bound: IPv4, and IPv6 unless unavailable or disabled.
     public var families: EventLoopFuture<Set<MDNSAddressFamily>> {
         eventLoop.submit { Set(self.channels.keys) }
@@ -201,8 +206,15 @@ public final class MDNSTransport: MDNSMessageTransport, @unchecked Sendable {
                 try channel.pipeline.syncOperations.addHandler(handler)
             }
         }
-        let host = family == .ipv4 ? "0.0.0.0" : "::"
-        return bootstrap.bind(host: host, port: configuration.port).flatMap { channel in
+        let address: SocketAddress
+        do {
+            // Parsed, not resolved: getaddrinfo would refuse "::" on a host without a global IPv6
+            // address (AI_ADDRCONFIG), yet link-local IPv6 is all mDNS needs.
+            address = try SocketAddress(ipAddress: family == .ipv4 ? "0.0.0.0" : "::", port: configuration.port)
+        } catch {
+            return eventLoop.makeFailedFuture(error)
+        }
+        return bootstrap.bind(to: address).flatMap { channel in
             // Packet info needs a bound socket: the option is chosen by its address family.
             channel.setOption(.receivePacketInfo, value: true).flatMap {
                 Self.setHopLimits(on: channel, family: family)
