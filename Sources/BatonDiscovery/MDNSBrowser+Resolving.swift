@@ -44,7 +44,13 @@ extension MDNSBrowser {
                 return instance
             })
         for instance in instances.union(reported.keys).sorted(by: { $0.description < $1.description }) {
-            let service = instances.contains(instance) ? service(named: instance) : nil
+            var service = instances.contains(instance) ? service(named: instance) : nil
+            if let old = reported[instance] {
+                // Names compare ignoring case, and peers may spell one differently: the name
+                // first reported stays, so events about one instance always carry one name.
+                service?.instanceName = old.instanceName
+                service?.fullName = old.fullName
+            }
             switch (reported[instance], service) {
             case (nil, let service?):
                 reported[instance] = service

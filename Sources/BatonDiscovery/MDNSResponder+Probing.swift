@@ -160,7 +160,7 @@ extension MDNSResponder {
         if name == host {
             host = Self.nextHostName(after: host)
         } else {
-            instanceLabel = Self.nextInstanceName(after: instanceLabel)
+            instanceLabel = Self.nextInstanceName(after: instanceLabel, limit: Self.labelLimit(for: serviceType))
         }
         logger.info("mDNS: name in use, renaming", metadata: ["instance": "\(instanceLabel)", "host": "\(host)"])
         publishNames()

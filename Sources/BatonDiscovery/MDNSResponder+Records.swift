@@ -3,8 +3,14 @@ import NIOCore
 extension MDNSResponder {
     /// The instance's full name: its label, then the service type.
     var instanceFullName: DNSName {
-        // The label was fitted to 63 bytes and the service type is short, so this holds.
+        // The label was fitted to `labelLimit(for:)`, so the name is valid.
         DNSName(labels: [Array(instanceLabel.utf8)])!.appending(serviceType)!
+    }
+
+    /// The most bytes an instance label may have in front of `serviceType`: 63, or less if the
+    /// whole name would otherwise be over 255 bytes.
+    static func labelLimit(for serviceType: DNSName) -> Int {
+        max(1, min(DNSName.maxLabelLength, DNSName.maxWireLength - 1 - serviceType.wireLength))
     }
 
     var ptrRecord: DNSResourceRecord {
@@ -95,17 +101,18 @@ extension MDNSResponder {
 
     /// The name to try after `name` was taken: `X` → `X (2)`, `X (2)` → `X (3)`, cutting `X`
     /// so that the whole still fits a label (RFC 6763 Appendix D's style).
-    static func nextInstanceName(after name: String) -> String {
+    static func nextInstanceName(after name: String, limit: Int = DNSName.maxLabelLength) -> String {
         var base = Substring(name)
         var number = 2
         if base.hasSuffix(")"), let open = base.lastIndex(of: "("), open > base.startIndex,
            base[base.index(before: open)] == " ",
-           let current = Int(base[base.index(after: open)..<base.index(before: base.endIndex)]), current >= 2 {
+           let current = Int(base[base.index(after: open)..<base.index(before: base.endIndex)]),
+           (2..<Int.max).contains(current) {
             base = base[..<base.index(before: open)]
             number = current + 1
         }
         let suffix = " (\(number))"
-        return fitLabel(String(base), limit: DNSName.maxLabelLength - suffix.utf8.count) + suffix
+        return fitLabel(fitLabel(String(base), limit: max(0, limit - suffix.utf8.count)) + suffix, limit: limit)
     }
 
     /// The host name to try after `name` was taken: `baton-1a2b3c4d.local.` →
@@ -114,7 +121,8 @@ extension MDNSResponder {
         let label = name.firstLabel ?? "baton"
         var base = Substring(label)
         var number = 2
-        if let dash = base.lastIndex(of: "-"), let current = Int(base[base.index(after: dash)...]), current >= 2 {
+        if let dash = base.lastIndex(of: "-"), let current = Int(base[base.index(after: dash)...]),
+           (2..<Int.max).contains(current) {
             base = base[..<dash]
             number = current + 1
         }

@@ -92,7 +92,8 @@ public final class MDNSResponder: @unchecked Sendable {
     ///
     /// - Parameters:
     ///   - instanceName: The name people see, such as `Living Room TV`: any UTF-8, cut at a
-    ///     character boundary to the 63 bytes a DNS label holds; empty becomes `Baton`.
+    ///     character boundary to the 63 bytes a DNS label holds (fewer if the service type is
+    ///     very long); empty becomes `Baton`.
     ///   - port: The service's TCP port, for the SRV record.
     ///   - txt: The TXT record's entries (RFC 6763 §6).
     ///   - hostName: The host name of the SRV target and the A/AAAA records, which this
@@ -122,7 +123,9 @@ public final class MDNSResponder: @unchecked Sendable {
         self.timing = timing
         self.logger = logger
         self.txt = txt
-        let label = Self.fitLabel(instanceName.isEmpty ? "Baton" : instanceName)
+        let limit = Self.labelLimit(for: serviceType)
+        var label = Self.fitLabel(instanceName, limit: limit)
+        if label.isEmpty { label = Self.fitLabel("Baton", limit: limit) }
         self.instanceLabel = label
         let host = hostName ?? Self.randomHostName()
         self.host = host

@@ -284,6 +284,17 @@ struct MDNSBrowserTests {
             ])
     }
 
+    @Test func anInstanceSpelledInAnotherCaseKeepsTheNameFirstReported() {
+        let transport = FakeTransport()
+        let (_, recorder) = startBrowser(transport)
+        transport.deliver(response([ptr()], additionals: [srv(), txt(), a()]))
+        transport.advance(3_000)
+        _ = recorder.take()
+        let shouted: DNSName = "KITCHEN._baton._tcp.local."
+        transport.deliver(response([ptr(shouted)], additionals: [srv(port: 7001, shouted), txt([entry("id", "k1")], shouted)]))
+        #expect(recorder.take().map { if case .updated(let service) = $0 { service.instanceName } else { "" } } == ["Kitchen"])
+    }
+
     @Test func stopFinishesTheStreamAndStopsQuerying() async throws {
         let transport = FakeTransport()
         let (browser, _) = startBrowser(transport)
