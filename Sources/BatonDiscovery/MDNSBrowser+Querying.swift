@@ -32,21 +32,40 @@ extension MDNSBrowser {
     /// the last has the TC bit, and only the first has the questions (RFC 6762 §7.2).
     static func queryMessages(questions: [DNSQuestion], knownAnswers: [DNSResourceRecord]) -> [DNSMessage] {
         var messages: [DNSMessage] = []
-        var current = DNSMessage(questions: questions)
-        for record in knownAnswers {
-            // A record's size depends on compression against the packet, so measure.
-            var grown = current
-            grown.answers.append(record)
-            let grownSize = grown.serialized().readableBytes
-            if grownSize > maximumQuerySize, !current.answers.isEmpty {
-                current.isTruncated = true
-                messages.append(current)
-                current = DNSMessage(answers: [record])
-            } else {
-                current = grown
+        var remaining = knownAnswers[...]
+        repeat {
+            let questions = messages.isEmpty ? questions : []
+            func packet(_ count: Int) -> DNSMessage {
+                DNSMessage(questions: questions, answers: Array(remaining.prefix(count)))
             }
-        }
-        messages.append(current)
+            // A record's size depends on compression against the rest of the packet, so the
+            // most that fit is found by measuring: doubling, then halving.
+            var fits = min(1, remaining.count)
+            var tooMany = remaining.count + 1
+            var probe = max(fits, 1)
+            while probe < tooMany {
+                if packet(probe).serialized().readableBytes <= maximumQuerySize {
+                    fits = probe
+                    probe = min(probe * 2, tooMany)
+                    if probe == tooMany { break }
+                } else {
+                    tooMany = probe
+                    break
+                }
+            }
+            while tooMany - fits > 1 {
+                let middle = (fits + tooMany) / 2
+                if packet(middle).serialized().readableBytes <= maximumQuerySize {
+                    fits = middle
+                } else {
+                    tooMany = middle
+                }
+            }
+            var message = packet(fits)
+            remaining = remaining.dropFirst(fits)
+            message.isTruncated = !remaining.isEmpty
+            messages.append(message)
+        } while !remaining.isEmpty
         return messages
     }
 
@@ -73,12 +92,13 @@ extension MDNSBrowser {
     /// holding every record due.
     private func cacheTick() {
         let now = eventLoop.now
+        var affected = Set<DNSName>()
         for (entry, removal) in cache.removeExpired(at: now) {
             switch removal {
-            case .goodbye: noteRemoval(of: entry, reason: .goodbye)
-            case .expired: noteRemoval(of: entry, reason: .expired)
-            case .interfaceRemoved: noteRemoval(of: entry, reason: .interfaceRemoved)
-            case .flushed: break  // a newer record took its place
+            case .goodbye: affected.formUnion(noteRemoval(of: entry, reason: .goodbye))
+            case .expired: affected.formUnion(noteRemoval(of: entry, reason: .expired))
+            case .interfaceRemoved: affected.formUnion(noteRemoval(of: entry, reason: .interfaceRemoved))
+            case .flushed: affected.formUnion(noteRemoval(of: entry, reason: .expired))  // replaced, usually
             }
         }
         var questions: [Int: [DNSQuestion]] = [:]
@@ -91,7 +111,7 @@ extension MDNSBrowser {
         for (index, questions) in questions.sorted(by: { $0.key < $1.key }) {
             transport.send(DNSMessage(questions: questions), to: .multicast(interfaceIndex: index, family: nil))
         }
-        reconcile()
+        if !affected.isEmpty { reconcile(affected) }
         rescheduleCacheTimer()
     }
 
@@ -120,9 +140,7 @@ extension MDNSBrowser {
         var questions: [Int: [DNSQuestion]] = [:]
         for (instance, state) in resolving where state.next <= now {
             let missing = missingQuestions(for: instance)
-            let interfaces = Set(
-                cache.entries(named: serviceType, type: .ptr).filter { $0.record.data == .ptr(instance) }
-                    .map(\.interfaceIndex))
+            let interfaces = Set(cache.entries(named: serviceType, data: .ptr(instance)).map(\.interfaceIndex))
             for index in interfaces {
                 for question in missing where !questions[index, default: []].contains(question) {
                     questions[index, default: []].append(question)

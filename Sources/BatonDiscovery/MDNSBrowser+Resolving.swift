@@ -7,44 +7,57 @@ extension MDNSBrowser {
         let now = eventLoop.now
         let interfaceIndex = received.interfaceIndex ?? 0
         let records = received.message.answers + received.message.additionals
-        var relevant = false
+        // One jitter for the packet, so that its records are refreshed by one query.
         let jitter = Double.random(in: 0...0.02)
+        var affected = Set<DNSName>()
         for record in records where record.recordClass == .internet {
-            let wanted =
-                switch record.type {
-                case .ptr: record.name == serviceType
-                case .srv, .txt: record.name.parent == serviceType
-                default: false
-                }
-            guard wanted else { continue }
+            switch record.data {
+            case .ptr(let instance) where record.name == serviceType:
+                affected.insert(instance)
+            case .srv, .txt:
+                guard record.name.parent == serviceType else { continue }
+                affected.insert(record.name)
+            default:
+                continue
+            }
             cache.insert(record, interfaceIndex: interfaceIndex, at: now, jitter: jitter)
-            relevant = true
         }
         // Addresses after the SRV records, which may be in the same packet.
-        let targets = hostNames()
-        for record in records where record.recordClass == .internet && (record.type == .a || record.type == .aaaa) {
-            guard targets.contains(record.name) else { continue }
-            cache.insert(record, interfaceIndex: interfaceIndex, at: now, jitter: jitter)
-            relevant = true
+        let addresses = records.filter { $0.recordClass == .internet && ($0.type == .a || $0.type == .aaaa) }
+        if !addresses.isEmpty {
+            let owners = instancesByHost(among: affected)
+            var reportedOwners: [DNSName: [DNSName]]?
+            for record in addresses {
+                // Usually the SRV came in the same packet; otherwise the host may be a
+                // reported instance's, whose address changed.
+                if owners[record.name] == nil, reportedOwners == nil {
+                    reportedOwners = Dictionary(grouping: reported.keys) { reported[$0]!.hostName }
+                }
+                guard let instances = owners[record.name] ?? reportedOwners?[record.name] else { continue }
+                cache.insert(record, interfaceIndex: interfaceIndex, at: now, jitter: jitter)
+                affected.formUnion(instances)
+            }
         }
-        guard relevant else { return }
+        guard !affected.isEmpty else { return }
         lastAnswerAt = now
-        reconcile()
+        reconcile(affected)
         rescheduleCacheTimer()
     }
 
-    /// Reports what changed since the last call: every instance with a PTR and SRV, TXT and an
-    /// address is reported added or updated, and every reported one without is removed. Also
-    /// sets which instances still need resolving.
-    func reconcile() {
+    /// Reports what changed of the `affected` instances (all when nil) since they were last
+    /// looked at: one with a PTR and SRV, TXT and an address is added or updated, and one
+    /// reported before but no longer so is removed. Also notes which still need resolving.
+    ///
+    /// Only what a packet touched is looked at: a hundred instances on the link answer one
+    /// query with a hundred packets, and each must cost little.
+    func reconcile(_ affected: Set<DNSName>? = nil) {
         let now = eventLoop.now
-        let instances = Set(
-            cache.entries(named: serviceType, type: .ptr).compactMap { entry -> DNSName? in
-                guard case .ptr(let instance) = entry.record.data else { return nil }
-                return instance
-            })
-        for instance in instances.union(reported.keys).sorted(by: { $0.description < $1.description }) {
-            var service = instances.contains(instance) ? service(named: instance) : nil
+        let candidates = affected ?? Set(allInstances()).union(reported.keys)
+        var changes: [(String, MDNSService?)] = []
+        // In wire order, so that events of one packet come in a repeatable order.
+        for instance in candidates.sorted(by: { $0.storage.lexicographicallyPrecedes($1.storage) }) {
+            let isPresent = !cache.entries(named: serviceType, data: .ptr(instance)).isEmpty
+            var service = isPresent ? service(named: instance) : nil
             if let old = reported[instance] {
                 // Names compare ignoring case, and peers may spell one differently: the name
                 // first reported stays, so events about one instance always carry one name.
@@ -55,25 +68,28 @@ extension MDNSBrowser {
             case (nil, let service?):
                 reported[instance] = service
                 lastRemoval[instance] = nil
+                changes.append((service.instanceName, service))
                 report(.added(service))
             case (let old?, let service?) where old != service:
                 reported[instance] = service
                 lastRemoval[instance] = nil
+                changes.append((service.instanceName, service))
                 report(.updated(service))
             case (let old?, nil):
                 reported[instance] = nil
+                changes.append((old.instanceName, nil))
                 report(.removed(instanceName: old.instanceName, reason: lastRemoval[instance] ?? .expired))
             default:
                 break
             }
-            if instances.contains(instance), service == nil {
+            if !isPresent { lastRemoval[instance] = nil }
+            if isPresent, service == nil {
                 if resolving[instance] == nil { resolving[instance] = (now + timing.resolveDelay, 0) }
             } else {
                 resolving[instance] = nil
             }
         }
-        lastRemoval = lastRemoval.filter { instances.contains($0.key) }
-        publishSnapshot()
+        if !changes.isEmpty { publish(changes) }
         scheduleResolve()
     }
 
@@ -84,8 +100,8 @@ extension MDNSBrowser {
               let txt = newest(cache.entries(named: instance, type: .txt)) else { return nil }
         let addresses = addresses(of: target)
         guard !addresses.isEmpty else { return nil }
-        let interfaces = cache.entries(named: serviceType, type: .ptr)
-            .filter { $0.record.data == .ptr(instance) }.map(\.interfaceIndex) + [srv.interfaceIndex]
+        let interfaces = cache.entries(named: serviceType, data: .ptr(instance)).map(\.interfaceIndex)
+            + [srv.interfaceIndex]
         return MDNSService(
             instanceName: instance.firstLabel ?? "", fullName: instance, hostName: target, port: port,
             addresses: addresses, txt: txt.record.data.txtEntries ?? [], interfaceIndices: Set(interfaces).sorted())
@@ -117,20 +133,30 @@ extension MDNSBrowser {
         }
     }
 
-    /// The SRV targets of the instances known by PTR.
-    private func hostNames() -> Set<DNSName> {
-        var hosts = Set<DNSName>()
-        for ptr in cache.entries(named: serviceType, type: .ptr) {
-            guard case .ptr(let instance) = ptr.record.data else { continue }
-            for srv in cache.entries(named: instance, type: .srv) {
-                if case .srv(_, _, _, let target) = srv.record.data { hosts.insert(target) }
-            }
+    /// The instances known by PTR.
+    func allInstances() -> [DNSName] {
+        cache.entries(named: serviceType, type: .ptr).compactMap { entry in
+            guard case .ptr(let instance) = entry.record.data else { return nil }
+            return instance
         }
-        return hosts
     }
 
-    /// Notes why a record of an instance left, for the `removed` event it may cause.
-    func noteRemoval(of entry: MDNSCache.Entry, reason: RemovalReason) {
+    /// The instances the packet spoke of and those being resolved, by the SRV target host they
+    /// name. (Addresses of hosts no instance names are of no use to us.)
+    private func instancesByHost(among affected: Set<DNSName>) -> [DNSName: [DNSName]] {
+        var owners: [DNSName: [DNSName]] = [:]
+        for instance in affected.union(resolving.keys) {
+            guard let srv = newest(cache.entries(named: instance, type: .srv)),
+                  case .srv(_, _, _, let target) = srv.record.data else { continue }
+            owners[target, default: []].append(instance)
+        }
+        return owners
+    }
+
+    /// Notes why a record of an instance left, for the `removed` event it may cause; returns
+    /// the instances it may have changed.
+    @discardableResult
+    func noteRemoval(of entry: MDNSCache.Entry, reason: RemovalReason) -> [DNSName] {
         var instances: [DNSName] = []
         switch entry.record.data {
         case .ptr(let instance):
@@ -145,5 +171,6 @@ extension MDNSBrowser {
         for instance in instances where lastRemoval[instance] != .goodbye {
             lastRemoval[instance] = reason
         }
+        return instances
     }
 }

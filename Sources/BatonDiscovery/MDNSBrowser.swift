@@ -153,10 +153,12 @@ public final class MDNSBrowser: @unchecked Sendable {
         continuation.yield(event)
     }
 
-    /// Publishes the reported instances to other threads.
-    func publishSnapshot() {
-        let services = Dictionary(reported.values.map { ($0.instanceName, $0) }, uniquingKeysWith: { a, _ in a })
-        snapshot.withLockedValue { $0 = services }
+    /// Publishes changes of the reported instances to other threads: a service, or nil for one
+    /// removed.
+    func publish(_ changes: [(String, MDNSService?)]) {
+        snapshot.withLockedValue { services in
+            for (name, service) in changes { services[name] = service }
+        }
     }
 
     // MARK: - Enumeration

@@ -34,6 +34,11 @@ struct MDNSCache {
             return received + .nanoseconds(Int64(Double(record.ttl) * fraction * 1e9))
         }
 
+        /// When this entry next needs attention: a refresh, or its expiry.
+        var nextDeadline: NIODeadline {
+            nextRefresh.map { min($0, expires) } ?? expires
+        }
+
         /// Seconds of TTL left at `now`, rounded down.
         func remainingTTL(at now: NIODeadline) -> UInt32 {
             let left = (expires - now).nanoseconds / 1_000_000_000
@@ -57,20 +62,27 @@ struct MDNSCache {
     /// Where in its lifetime a record is asked for again.
     static let refreshPoints: [Double] = [0.80, 0.85, 0.90, 0.95]
 
-    private struct Key: Hashable {
-        var interfaceIndex: Int
-        var name: DNSName
-        var data: DNSRecordData
-    }
-
     private struct NameAndType: Hashable {
         var name: DNSName
         var type: DNSRecordType
     }
 
-    private var entries: [Key: Entry] = [:]
-    /// The keys of each name and type, for lookups.
-    private var index: [NameAndType: Set<Key>] = [:]
+    /// One record of a name and type: its data, on one interface.
+    private struct DataKey: Hashable {
+        var interfaceIndex: Int
+        var data: DNSRecordData
+    }
+
+    /// The entries by name and type, then by interface and data: listing a name's records
+    /// hashes one key, not one per record.
+    private var entries: [NameAndType: [DataKey: Entry]] = [:]
+    /// How many entries there are.
+    private(set) var count = 0
+    /// Every interface an entry was learned on, for lookups across interfaces.
+    private var interfaceIndices = Set<Int>()
+    /// The earliest expiry or refresh, kept as records come in (each packet must cost little);
+    /// nil when it must be found again, after removals and refreshes.
+    private var earliest: NIODeadline??
 
     /// The most entries kept; records beyond are dropped, so a flood cannot use up memory.
     let capacity: Int
@@ -80,9 +92,6 @@ struct MDNSCache {
     init(capacity: Int = 4096) {
         self.capacity = capacity
     }
-
-    /// How many records are cached.
-    var count: Int { entries.count }
 
     /// Takes in `record`, received on `interfaceIndex` at `now`. Returns whether the cache
     /// changed in a way a reader could see: a new record, or one now saying goodbye; a mere
@@ -95,39 +104,60 @@ struct MDNSCache {
         _ record: DNSResourceRecord, interfaceIndex: Int, at now: NIODeadline,
         jitter: Double = .random(in: 0...0.02)
     ) -> Bool {
-        let key = Key(interfaceIndex: interfaceIndex, name: record.name, data: record.data)
+        let nameAndType = NameAndType(name: record.name, type: record.type)
+        let key = DataKey(interfaceIndex: interfaceIndex, data: record.data)
         if record.ttl == 0 {
-            guard var entry = entries[key] else { return false }
+            guard var entry = entries[nameAndType]?[key] else { return false }
             let changed = entry.fate != .goodbye
             entry.fate = .goodbye
             entry.expires = min(entry.expires, now + .seconds(1))
-            entries[key] = entry
+            entries[nameAndType]![key] = entry
+            earliest = nil
             return changed
         }
-        let nameAndType = NameAndType(name: record.name, type: record.type)
         if record.cacheFlush {
-            for other in index[nameAndType] ?? [] where other != key && other.interfaceIndex == interfaceIndex {
-                guard var entry = entries[other], now - entry.received > .seconds(1) else { continue }
-                entry.expires = min(entry.expires, now + .seconds(1))
-                if entry.fate == nil { entry.fate = .flushed }
-                entries[other] = entry
+            // Keys first, then changes in place: holding the inner dictionary while changing it
+            // would copy it.
+            let stale = (entries[nameAndType] ?? [:]).compactMap { other, entry in
+                other != key && other.interfaceIndex == interfaceIndex && now - entry.received > .seconds(1)
+                    ? other : nil
+            }
+            if !stale.isEmpty { earliest = nil }
+            for other in stale {
+                entries[nameAndType]![other]!.expires = min(entries[nameAndType]![other]!.expires, now + .seconds(1))
+                if entries[nameAndType]![other]!.fate == nil { entries[nameAndType]![other]!.fate = .flushed }
             }
         }
-        let existing = entries[key]
-        if existing == nil, entries.count >= capacity {
+        let existing = entries[nameAndType]?[key]
+        if existing == nil, count >= capacity {
             droppedForCapacity += 1
             return false
         }
-        entries[key] = Entry(
+        let entry = Entry(
             record: record, interfaceIndex: interfaceIndex, received: now, expires: now + .seconds(Int64(record.ttl)),
             jitter: jitter)
-        index[nameAndType, default: []].insert(key)
+        entries[nameAndType, default: [:]][key] = entry
+        // A replaced entry may have been the earliest; then this is early, which only costs a
+        // timer that finds nothing to do.
+        if case .some(let known) = earliest {
+            earliest = .some(known.map { min($0, entry.nextDeadline) } ?? entry.nextDeadline)
+        }
+        if existing == nil {
+            count += 1
+            interfaceIndices.insert(interfaceIndex)
+        }
         return existing == nil || existing?.fate != nil
     }
 
     /// The live entries of `name` and `type`, on every interface.
     func entries(named name: DNSName, type: DNSRecordType) -> [Entry] {
-        (index[NameAndType(name: name, type: type)] ?? []).compactMap { entries[$0] }
+        entries[NameAndType(name: name, type: type)].map { Array($0.values) } ?? []
+    }
+
+    /// The entries of `name` holding `data`, on every interface.
+    func entries(named name: DNSName, data: DNSRecordData) -> [Entry] {
+        guard let set = entries[NameAndType(name: name, type: data.type)] else { return [] }
+        return interfaceIndices.compactMap { set[DataKey(interfaceIndex: $0, data: data)] }
     }
 
     /// Records of `name` and `type` on `interfaceIndex` to list as known answers
@@ -149,15 +179,17 @@ struct MDNSCache {
     /// Removes the entries that have expired by `now`, returning them and why.
     mutating func removeExpired(at now: NIODeadline) -> [(Entry, Removal)] {
         var removed: [(Entry, Removal)] = []
-        for (key, entry) in entries where entry.expires <= now {
-            remove(key)
-            let why: Removal =
-                switch entry.fate {
-                case .goodbye: .goodbye
-                case .flushed: .flushed
-                case nil: .expired
-                }
-            removed.append((entry, why))
+        for (nameAndType, set) in entries {
+            for (key, entry) in set where entry.expires <= now {
+                remove(nameAndType, key)
+                let why: Removal =
+                    switch entry.fate {
+                    case .goodbye: .goodbye
+                    case .flushed: .flushed
+                    case nil: .expired
+                    }
+                removed.append((entry, why))
+            }
         }
         return removed
     }
@@ -165,39 +197,53 @@ struct MDNSCache {
     /// The entries whose next refresh point has come by `now`, each counted as refreshed once
     /// (if several points passed, only the latest counts).
     mutating func dueRefreshes(at now: NIODeadline) -> [Entry] {
+        earliest = nil
         var due: [Entry] = []
-        for (key, var entry) in entries {
-            guard let next = entry.nextRefresh, next <= now else { continue }
-            while let next = entry.nextRefresh, next <= now {
-                entry.refreshesDone += 1
+        for (nameAndType, set) in entries {
+            for (key, var entry) in set {
+                guard let next = entry.nextRefresh, next <= now else { continue }
+                while let next = entry.nextRefresh, next <= now {
+                    entry.refreshesDone += 1
+                }
+                entries[nameAndType]![key] = entry
+                due.append(entry)
             }
-            entries[key] = entry
-            due.append(entry)
         }
         return due
     }
 
     /// Removes every entry learned on `interfaceIndex`, returning them.
     mutating func removeInterface(_ interfaceIndex: Int) -> [Entry] {
-        let keys = entries.keys.filter { $0.interfaceIndex == interfaceIndex }
-        return keys.compactMap { key in
-            defer { remove(key) }
-            return entries[key]
+        var removed: [Entry] = []
+        for (nameAndType, set) in entries {
+            for (key, entry) in set where key.interfaceIndex == interfaceIndex {
+                remove(nameAndType, key)
+                removed.append(entry)
+            }
         }
+        interfaceIndices.remove(interfaceIndex)
+        return removed
     }
 
     /// When the next expiry or refresh is due; nil if the cache is empty.
     var nextDeadline: NIODeadline? {
-        entries.values.reduce(nil) { earliest, entry in
-            let next = entry.nextRefresh.map { min($0, entry.expires) } ?? entry.expires
-            return earliest.map { min($0, next) } ?? next
+        mutating get {
+            if case .some(let known) = earliest { return known }
+            var found: NIODeadline?
+            for set in entries.values {
+                for entry in set.values where found.map({ entry.nextDeadline < $0 }) ?? true {
+                    found = entry.nextDeadline
+                }
+            }
+            earliest = .some(found)
+            return found
         }
     }
 
-    private mutating func remove(_ key: Key) {
-        entries[key] = nil
-        let nameAndType = NameAndType(name: key.name, type: key.data.type)
-        index[nameAndType]?.remove(key)
-        if index[nameAndType]?.isEmpty == true { index[nameAndType] = nil }
+    private mutating func remove(_ nameAndType: NameAndType, _ key: DataKey) {
+        guard entries[nameAndType]?.removeValue(forKey: key) != nil else { return }
+        earliest = nil
+        count -= 1
+        if entries[nameAndType]?.isEmpty == true { entries[nameAndType] = nil }
     }
 }

@@ -50,6 +50,8 @@ public final class MDNSTransport: MDNSMessageTransport, @unchecked Sendable {
 
     /// The largest datagram read whole; RFC 6762 §17 caps mDNS messages at 9000 bytes.
     private static let maximumDatagramSize = 9_216
+    /// The receive buffer asked for; Linux grants at most twice `net.core.rmem_max`.
+    private static let receiveBufferSize = 1 << 20
 
     /// One datagram waiting for the socket.
     private struct Outgoing {
@@ -191,6 +193,10 @@ public final class MDNSTransport: MDNSMessageTransport, @unchecked Sendable {
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(reusePort, value: 1)
             .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: Self.maximumDatagramSize))
+            // Every responder on the link answers a query within the same 100 ms, and every
+            // mDNS socket on the host gets every answer: room for bursts, read in batches.
+            .channelOption(.socketOption(.so_rcvbuf), value: Self.receiveBufferSize)
+            .channelOption(.maxMessagesPerRead, value: 16)
         if family == .ipv6 {
             // Otherwise the IPv6 socket would receive IPv4 datagrams too, mapped, and every
             // IPv4 packet would arrive twice.

@@ -7,6 +7,8 @@ final class EventRecorder: Sendable {
 
     var events: [MDNSBrowser.Event] { box.withLockedValue { $0.map(\.event) } }
 
+    var eventsWithTimes: [(event: MDNSBrowser.Event, time: ContinuousClock.Instant)] { box.withLockedValue { $0 } }
+
     func record(_ event: MDNSBrowser.Event) {
         let now = ContinuousClock.now
         box.withLockedValue { $0.append((event, now)) }

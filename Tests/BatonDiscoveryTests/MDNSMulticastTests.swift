@@ -217,6 +217,56 @@ struct MDNSMulticastTests {
             try await groupB.shutdownGracefully()
         }
     }
+
+    @Test func aHundredRunningAgentsAreAllFoundQuickly() async throws {
+        try await TestNetwork.with { network in
+            let groupA = try await TestNetwork.eventLoopGroup(in: network.a)
+            let groupB = try await TestNetwork.eventLoopGroup(in: network.b)
+            // Ten sockets with ten agents each, as ten processes would have. (A hundred sockets
+            // on this one debug-build thread would measure the thread: each gets every packet.)
+            var transports: [MDNSTransport] = []
+            var responders: [MDNSResponder] = []
+            for _ in 1...10 { transports.append(try await transport(on: groupA)) }
+            for number in 1...100 {
+                let transport = transports[number % 10]
+                responders.append(
+                    MDNSResponder(
+                        instanceName: "Agent \(number)", port: UInt16(7000 + number), txt: [entry("id", "\(number)")],
+                        transport: transport))
+            }
+            let names = try await withThrowingTaskGroup(of: String.self) { group in
+                for responder in responders { group.addTask { try await responder.start().get() } }
+                return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+            }
+            #expect(names.count == 100)
+            // Running: the second announcements are out too.
+            try await Task.sleep(for: .milliseconds(1_200))
+
+            let transportB = try await transport(on: groupB)
+            let recorder = EventRecorder()
+            let browser = MDNSBrowser(transport: transportB, onEvent: { recorder.record($0) })
+            let start = ContinuousClock.now
+            browser.start()
+            let (_, completedAt) = try await recorder.waitFor { $0 == .enumerationCompleted }
+            var found = Set(recorder.events.compactMap { $0.added?.instanceName })
+            let deadline = ContinuousClock.now + .seconds(5)
+            while found.count < 100, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+                found = Set(recorder.events.compactMap { $0.added?.instanceName })
+            }
+            let allFound = ContinuousClock.now - start
+            #expect(found == names)
+            let addedBeforeCompletion = recorder.eventsWithTimes.filter { $0.event.added != nil && $0.time <= completedAt }
+            print("mDNS timings: 100 agents found in \(allFound), \(addedBeforeCompletion.count) before enumeration completed after \(completedAt - start)")
+            #expect(allFound < .seconds(2), "100 agents found in \(allFound)")
+            #expect(addedBeforeCompletion.count == 100, "enumeration completed before every agent was added")
+            try await browser.stop().get()
+            for responder in responders { _ = responder.stop() }
+            for transport in transports + [transportB] { try await transport.close().get() }
+            try await groupA.shutdownGracefully()
+            try await groupB.shutdownGracefully()
+        }
+    }
 }
 
 extension MDNSTransport {
