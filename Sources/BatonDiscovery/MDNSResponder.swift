@@ -168,6 +168,9 @@ public final class MDNSResponder: @unchecked Sendable {
         eventLoop.execute { [self] in
             guard phase != .stopped, txt != self.txt else { return }
             self.txt = txt
+            // Held answers carry the old TXT; the announcement carries everything anew.
+            for pending in pendingResponses.values { pending.task.cancel() }
+            pendingResponses = [:]
             if phase == .announced {
                 announce(on: nil)
             }

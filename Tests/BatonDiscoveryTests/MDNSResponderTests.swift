@@ -335,6 +335,22 @@ struct MDNSResponderTests {
         #expect(txt.data.txtEntries == [entry("id", "abc"), entry("playing", "yes")])
     }
 
+    @Test func anAnswerHeldDuringAnUpdateDoesNotCarryTheOldTXT() throws {
+        let transport = FakeTransport()
+        let responder = makeResponder(transport)
+        _ = try announce(responder, transport).wait()
+        transport.advance(5_000)
+        transport.clearSent()
+        transport.deliver(ptrQuery())
+        responder.update(txt: [entry("id", "new")])
+        transport.loop.run()
+        transport.advance(2_000)
+        let txts = transport.sent.flatMap { $0.message.answers + $0.message.additionals }.filter { $0.type == .txt }
+        #expect(!txts.isEmpty)
+        #expect(txts.allSatisfy { $0.data.txtEntries == [entry("id", "new")] })
+        #expect(responder.instanceName == "Living Room TV")
+    }
+
     @Test func aNewInterfaceMeansProbingAndAnnouncingAgainWithItsAddresses() throws {
         let transport = FakeTransport()
         let responder = makeResponder(transport)
