@@ -218,6 +218,41 @@ struct MDNSMulticastTests {
         }
     }
 
+    @Test func withoutAnIPv6SocketTheTransportCarriesOnOverIPv4() async throws {
+        try await TestNetwork.with { network in
+            let groupA = try await TestNetwork.eventLoopGroup(in: network.a)
+            let groupB = try await TestNetwork.eventLoopGroup(in: network.b)
+            // Something holds [::]:5353 without sharing it, so our IPv6 bind fails.
+            let squatter = try await groupA.next().flatSubmit {
+                DatagramBootstrap(group: groupA)
+                    .channelOption(ChannelOptions.Types.SocketOption(level: .ipv6, name: .ipv6_v6only), value: 1)
+                    .bind(to: try! SocketAddress(ipAddress: "::", port: 5353))
+            }.get()
+            let transportA = try await transport(on: groupA)
+            #expect(try await transportA.families.get() == [.ipv4])
+            let transportB = try await transport(on: groupB)
+
+            let responder = MDNSResponder(instanceName: "Four Only", port: 7000, transport: transportA)
+            _ = try await responder.start().get()
+            let recorder = EventRecorder()
+            let browser = MDNSBrowser(transport: transportB, onEvent: { recorder.record($0) })
+            browser.start()
+            let (added, _) = try await recorder.waitFor { $0.added != nil }
+            #expect(added.added?.instanceName == "Four Only")
+            // Found over IPv4; the records still list the host's IPv6 addresses too.
+            #expect(added.added?.addresses.contains { $0.family == .ipv4 } == true)
+            #expect(added.added?.addresses.contains { $0.family == .ipv6 } == true)
+
+            try await browser.stop().get()
+            try await responder.stop().get()
+            try await squatter.close()
+            try await transportA.close().get()
+            try await transportB.close().get()
+            try await groupA.shutdownGracefully()
+            try await groupB.shutdownGracefully()
+        }
+    }
+
     @Test func aHundredRunningAgentsAreAllFoundQuickly() async throws {
         try await TestNetwork.with { network in
             let groupA = try await TestNetwork.eventLoopGroup(in: network.a)
