@@ -56,12 +56,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Baton's own mDNS/DNS-SD: the DNS wire codec (RFC 1035 §4, RFC 6762, RFC 6763).
+        // Baton's own mDNS/DNS-SD: the DNS wire codec (RFC 1035 §4, RFC 6762, RFC 6763), the
+        // multicast transport, the responder and the browser.
         .target(
             name: "BatonDiscovery",
             dependencies: [
                 "BatonCore",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -117,6 +120,10 @@ let package = Package(
             dependencies: [
                 "BatonDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "BatonLuaTests", dependencies: ["BatonLua", "BatonCore"]),

@@ -25,3 +25,16 @@ ensure_packages() {
 ensure_build_packages() {
   ensure_packages pkg-config liblua5.4-dev "$@"
 }
+
+# ensure_zeroconf makes `python3 -c 'import zeroconf'` work: python-zeroconf is the mDNS stack
+# no one here wrote that the interop tests and scripts/bench measure Baton against.
+ensure_zeroconf() {
+  command -v python3 >/dev/null 2>&1 || ensure_packages python3
+  python3 -c 'import zeroconf' 2>/dev/null && return 0
+  python3 -m pip --version >/dev/null 2>&1 || ensure_packages python3-pip
+  echo "==> installing python-zeroconf (pip)" >&2
+  # Debian's own python3 refuses pip installs into it (PEP 668) unless told otherwise.
+  python3 -m pip install -q zeroconf 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages zeroconf
+  python3 -c 'import zeroconf'
+}

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A fully qualified domain name: a sequence of labels, the root last and implicit (RFC 1035 §3.1).
 ///
 /// Every value is valid: each label is 1 ... 63 bytes and the whole name, uncompressed on the wire,
@@ -258,7 +264,20 @@ public struct DNSName: Sendable, Hashable, CustomStringConvertible, ExpressibleB
     /// Whether `a` and `b` hold the same bytes but for ASCII case.
     static func equalIgnoringCase(_ a: ArraySlice<UInt8>, _ b: ArraySlice<UInt8>) -> Bool {
         guard a.count == b.count else { return false }
-        return zip(a, b).allSatisfy { $0 == $1 || foldCase($0) == foldCase($1) }
+        // Names are compared on every cache lookup and most are spelled alike, so compare the
+        // bytes whole first (memcmp), and fold case only when they differ.
+        return a.withUnsafeBytes { a in
+            b.withUnsafeBytes { b in
+                guard let x = a.baseAddress, let y = b.baseAddress else { return true }
+                if memcmp(x, y, a.count) == 0 { return true }
+                var index = 0
+                while index < a.count {
+                    if foldCase(a[index]) != foldCase(b[index]) { return false }
+                    index += 1
+                }
+                return true
+            }
+        }
     }
 
     private static func isDigit(_ byte: UInt8) -> Bool {

@@ -1,0 +1,31 @@
+import NIOCore
+
+extension MDNSBrowser {
+    /// The browser's query schedule and windows; the defaults follow RFC 6762.
+    public struct Timing: Sendable {
+        /// Between the first query and the second; the interval then doubles (§5.2: at least
+        /// one second, then at least doubling).
+        public var initialQueryInterval: TimeAmount = .seconds(1)
+        /// The longest interval between queries (§5.2: may be capped at 60 minutes).
+        public var maximumQueryInterval: TimeAmount = .minutes(60)
+        /// The soonest ``Event/enumerationCompleted`` is sent after the first query: responders
+        /// wait at most 120 ms before answering (§6), so by 250 ms every answer on a LAN is in.
+        public var enumerationMinimum: TimeAmount = .milliseconds(250)
+        /// After the minimum, enumeration completes once nothing has arrived for this long and
+        /// every instance seen is fully resolved...
+        public var enumerationQuietPeriod: TimeAmount = .milliseconds(100)
+        /// ...or at the latest this long after the first query.
+        public var enumerationMaximum: TimeAmount = .seconds(1)
+        /// How long after learning of an instance a query for what its answer left out (SRV,
+        /// TXT, addresses) goes out: answers usually carry it all, sometimes in a second packet.
+        public var resolveDelay: TimeAmount = .milliseconds(20)
+        /// Between resolve queries for one instance; it doubles after each, up to a minute.
+        public var resolveRetryInterval: TimeAmount = .seconds(1)
+        /// The most records cached; more are dropped (and logged), so a flood cannot use up
+        /// memory.
+        public var cacheCapacity = 4096
+
+        /// RFC 6762's values.
+        public init() {}
+    }
+}

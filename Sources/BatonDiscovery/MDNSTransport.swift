@@ -1,0 +1,420 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// mDNS over UDP port 5353: one IPv4 socket on 0.0.0.0:5353 and one IPv6 socket on [::]:5353,
+/// joined to 224.0.0.251 and ff02::fb on every up, multicast-capable interface.
+///
+/// Both sockets set SO_REUSEADDR and SO_REUSEPORT, so they share the port with avahi, Bonjour,
+/// python-zeroconf and other Baton processes on the host; the system gives each of them every
+/// multicast datagram. Multicast loopback is on, so those processes hear us too, and we hear
+/// ourselves (the responder and browser tell their own records apart). Multicast goes out with
+/// TTL / hop limit 255 (RFC 6762 §11).
+///
+/// The interfaces are looked at again every ``Configuration/interfaceRescanInterval``: new ones
+/// are joined and gone ones left, and the responder and browser are told. Packets that are not
+/// DNS are dropped and counted in ``statistics``.
+///
+/// All socket work, interface listing included, happens on ``eventLoop``'s thread: a loop whose
+/// thread has entered a network namespace runs mDNS in that namespace.
+public final class MDNSTransport: MDNSMessageTransport, @unchecked Sendable {
+    /// The loop every socket, timer and listener of this transport runs on.
+    public let eventLoop: any EventLoop
+    /// The settings it was started with.
+    public let configuration: Configuration
+
+    private let logger: Logger
+    private let counters = NIOLockedValueBox(Statistics())
+
+    // Everything below is touched on `eventLoop` only.
+    private var channels: [MDNSAddressFamily: any Channel] = [:]
+    private let groups: [MDNSAddressFamily: SocketAddress]
+    private let scanner: MDNSInterfaceScanner
+    /// Usable interfaces by index: joined in at least one family.
+    private var found: [Int: MDNSInterfaceScanner.Found] = [:]
+    private var joined: [MDNSAddressFamily: Set<Int>] = [.ipv4: [], .ipv6: []]
+    package private(set) var interfaces: [MDNSInterface] = []
+    private var listeners: [Int: (MDNSTransportEvent) -> Void] = [:]
+    private var nextListenerID = 0
+    private var rescanTask: RepeatedTask?
+    private var outgoing = CircularBuffer<Outgoing>()
+    private var writing = false
+    private var draining = false
+    private var closed = false
+
+    /// The largest datagram read whole; RFC 6762 §17 caps mDNS messages at 9000 bytes.
+    private static let maximumDatagramSize = 9_216
+    /// The receive buffer asked for; Linux grants at most twice `net.core.rmem_max`.
+    private static let receiveBufferSize = 1 << 20
+
+    /// One datagram waiting for the socket.
+    private struct Outgoing {
+        var data: ByteBuffer
+        var family: MDNSAddressFamily
+        var address: SocketAddress
+        /// Set for multicast: the interface to send it out of.
+        var interfaceIndex: Int?
+        var promise: EventLoopPromise<Void>
+    }
+
+    private init(configuration: Configuration, eventLoop: any EventLoop, logger: Logger) {
+        self.eventLoop = eventLoop
+        self.configuration = configuration
+        self.logger = logger
+        self.scanner = MDNSInterfaceScanner(filter: configuration.interfaceFilter)
+        var groups: [MDNSAddressFamily: SocketAddress] = [:]
+        groups[.ipv4] = try? SocketAddress(ipAddress: "224.0.0.251", port: configuration.port)
+        groups[.ipv6] = try? SocketAddress(ipAddress: "ff02::fb", port: configuration.port)
+        self.groups = groups
+    }
+
+    /// Binds the sockets, joins the groups on every usable interface, and starts watching the
+    /// interfaces. Fails if the IPv4 socket cannot be bound; an IPv6 socket that cannot be bound
+    /// is logged and done without.
+    public static func start(
+        configuration: Configuration = Configuration(), on eventLoop: any EventLoop,
+        logger: Logger = Logger(label: "baton.mdns")
+    ) -> EventLoopFuture<MDNSTransport> {
+        let transport = MDNSTransport(configuration: configuration, eventLoop: eventLoop, logger: logger)
+        // Submitted, so that the sockets are created on the loop's thread (DatagramBootstrap
+        // creates them on the calling thread), in its network namespace.
+        return eventLoop.flatSubmit { transport.start0() }.map { transport }
+    }
+
+    /// Counters since the start; readable from any thread.
+    public var statistics: Statistics {
+        counters.withLockedValue { $0 }
+    }
+
+    /// The interfaces in use now: up, multicast-capable, and joined in at least one family.
+    public func interfacesInUse() -> EventLoopFuture<[MDNSInterface]> {
+        eventLoop.submit { self.interfaces }
+    }
+
+    /// The families whose socket is bound: IPv4, and IPv6 unless unavailable or disabled.
+    public var families: EventLoopFuture<Set<MDNSAddressFamily>> {
+        eventLoop.submit { Set(self.channels.keys) }
+    }
+
+    /// Closes both sockets and stops watching interfaces. Listeners hear nothing more; datagrams
+    /// still queued are dropped. Closing again does nothing.
+    public func close() -> EventLoopFuture<Void> {
+        eventLoop.flatSubmit { [self] in
+            guard !closed else { return eventLoop.makeSucceededVoidFuture() }
+            closed = true
+            rescanTask?.cancel()
+            rescanTask = nil
+            listeners = [:]
+            while let item = outgoing.popFirst() {
+                item.promise.succeed()
+            }
+            let closing = channels.values.map { $0.close() }
+            channels = [:]
+            return EventLoopFuture.andAllComplete(closing, on: eventLoop)
+        }
+    }
+
+    // MARK: - MDNSMessageTransport
+
+    @discardableResult
+    package func send(_ message: DNSMessage, to destination: MDNSDestination) -> EventLoopFuture<Void> {
+        eventLoop.assertInEventLoop()
+        guard !closed else { return eventLoop.makeSucceededVoidFuture() }
+        let data = message.serialized()
+        var futures: [EventLoopFuture<Void>] = []
+        func enqueue(_ family: MDNSAddressFamily, _ address: SocketAddress, _ interfaceIndex: Int?) {
+            let promise = eventLoop.makePromise(of: Void.self)
+            outgoing.append(
+                Outgoing(
+                    data: data, family: family, address: address, interfaceIndex: interfaceIndex, promise: promise))
+            futures.append(promise.futureResult)
+        }
+        switch destination {
+        case .multicast(let index, let family):
+            for family in family.map({ [$0] }) ?? MDNSAddressFamily.allCases {
+                guard joined[family, default: []].contains(index), let group = groups[family] else { continue }
+                enqueue(family, group, index)
+            }
+        case .unicast(let address):
+            switch address.protocol {
+            case .inet: enqueue(.ipv4, address, nil)
+            case .inet6: enqueue(.ipv6, address, nil)
+            default: break
+            }
+        }
+        drain()
+        return EventLoopFuture.andAllComplete(futures, on: eventLoop)
+    }
+
+    package func addListener(_ listener: @escaping (MDNSTransportEvent) -> Void) -> MDNSListenerID {
+        eventLoop.assertInEventLoop()
+        nextListenerID += 1
+        listeners[nextListenerID] = listener
+        return MDNSListenerID(rawValue: nextListenerID)
+    }
+
+    package func removeListener(_ id: MDNSListenerID) {
+        eventLoop.assertInEventLoop()
+        listeners[id.rawValue] = nil
+    }
+
+    // MARK: - Starting
+
+    private func start0() -> EventLoopFuture<Void> {
+        bind(.ipv4).flatMap { [self] channel in
+            channels[.ipv4] = channel
+            guard configuration.ipv6Enabled else { return eventLoop.makeSucceededVoidFuture() }
+            return bind(.ipv6).map { [self] channel in
+                channels[.ipv6] = channel
+            }.recover { [self] error in
+                logger.info("mDNS: no IPv6, carrying on with IPv4", metadata: ["error": "\(error)"])
+            }
+        }.map { [self] in
+            rescan()
+            rescanTask = eventLoop.scheduleRepeatedTask(
+                initialDelay: configuration.interfaceRescanInterval, delay: configuration.interfaceRescanInterval
+            ) { [self] _ in rescan() }
+            logger.debug(
+                "mDNS: transport started",
+                metadata: ["families": "\(channels.keys.map(\.description).sorted())", "interfaces": "\(interfaces)"])
+        }
+    }
+
+    private func bind(_ family: MDNSAddressFamily) -> EventLoopFuture<any Channel> {
+        let reusePort = ChannelOptions.Types.SocketOption(
+            level: .socket, name: NIOBSDSocket.Option(rawValue: SO_REUSEPORT))
+        var bootstrap = DatagramBootstrap(group: eventLoop)
+            .channelOption(.socketOption(.so_reuseaddr), value: 1)
+            .channelOption(reusePort, value: 1)
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: Self.maximumDatagramSize))
+            // Every responder on the link answers a query within the same 100 ms, and every
+            // mDNS socket on the host gets every answer: room for bursts, read in batches.
+            .channelOption(.socketOption(.so_rcvbuf), value: Self.receiveBufferSize)
+            .channelOption(.maxMessagesPerRead, value: 16)
+        if family == .ipv6 {
+            // Otherwise the IPv6 socket would receive IPv4 datagrams too, mapped, and every
+            // IPv4 packet would arrive twice.
+            bootstrap = bootstrap.channelOption(
+                ChannelOptions.Types.SocketOption(level: .ipv6, name: .ipv6_v6only), value: 1)
+        }
+        bootstrap = bootstrap.channelInitializer { [self] channel in
+            channel.eventLoop.makeCompletedFuture {
+                let handler = MDNSReceiveHandler(
+                    family: family, logger: logger,
+                    onMessage: { [weak self] message in self?.received(message) },
+                    onMalformed: { [weak self] in self?.count { $0.packetsReceived += 1; $0.malformedPackets += 1 } })
+                try channel.pipeline.syncOperations.addHandler(handler)
+            }
+        }
+        let address: SocketAddress
+        do {
+            // Parsed, not resolved: getaddrinfo would refuse "::" on a host without a global IPv6
+            // address (AI_ADDRCONFIG), yet link-local IPv6 is all mDNS needs.
+            address = try SocketAddress(ipAddress: family == .ipv4 ? "0.0.0.0" : "::", port: configuration.port)
+        } catch {
+            return eventLoop.makeFailedFuture(error)
+        }
+        return bootstrap.bind(to: address).flatMap { channel in
+            // Packet info needs a bound socket: the option is chosen by its address family.
+            channel.setOption(.receivePacketInfo, value: true).flatMap {
+                Self.setHopLimits(on: channel, family: family)
+            }.flatMapError { error in
+                channel.close(promise: nil)
+                return channel.eventLoop.makeFailedFuture(error)
+            }.map { channel }
+        }
+    }
+
+    /// TTL / hop limit 255 for multicast and unicast (RFC 6762 §11), multicast loopback on.
+    private static func setHopLimits(on channel: any Channel, family: MDNSAddressFamily) -> EventLoopFuture<Void> {
+        guard let provider = channel as? any SocketOptionProvider else {
+            return channel.eventLoop.makeSucceededVoidFuture()
+        }
+        switch family {
+        case .ipv4:
+            return provider.setIPMulticastTTL(255).flatMap {
+                provider.setIPMulticastLoop(1)
+            }.flatMap {
+                provider.unsafeSetSocketOption(level: .ip, name: NIOBSDSocket.Option(rawValue: IP_TTL), value: CInt(255))
+            }
+        case .ipv6:
+            return provider.setIPv6MulticastHops(255).flatMap {
+                provider.setIPv6MulticastLoop(1)
+            }.flatMap {
+                provider.unsafeSetSocketOption(
+                    level: .ipv6, name: NIOBSDSocket.Option(rawValue: IPV6_UNICAST_HOPS), value: CInt(255))
+            }
+        }
+    }
+
+    // MARK: - Receiving
+
+    private func received(_ message: MDNSReceivedMessage) {
+        count { $0.packetsReceived += 1 }
+        // Another process may have joined the group on an interface we leave alone, and Linux
+        // then hands us its multicast too (IP_MULTICAST_ALL).
+        if message.wasMulticast, let index = message.interfaceIndex, found[index] == nil { return }
+        emit(.message(message))
+    }
+
+    private func emit(_ event: MDNSTransportEvent) {
+        for (_, listener) in listeners.sorted(by: { $0.key < $1.key }) {
+            listener(event)
+        }
+    }
+
+    private func count(_ update: (inout Statistics) -> Void) {
+        counters.withLockedValue(update)
+    }
+
+    // MARK: - Sending
+
+    /// Writes queued datagrams one at a time: the multicast interface is a socket option, so it
+    /// may only change once the previous datagram has left.
+    private func drain() {
+        guard !draining else { return }
+        draining = true
+        defer { draining = false }
+        while !writing, let item = outgoing.popFirst() {
+            guard let channel = channels[item.family] else {
+                item.promise.succeed()
+                continue
+            }
+            writing = true
+            selectInterface(item.interfaceIndex, family: item.family, on: channel).flatMap {
+                channel.writeAndFlush(AddressedEnvelope(remoteAddress: item.address, data: item.data))
+            }.whenComplete { [self] result in
+                switch result {
+                case .success:
+                    count { $0.packetsSent += 1 }
+                case .failure(let error):
+                    count { $0.sendFailures += 1 }
+                    logger.debug(
+                        "mDNS: send failed",
+                        metadata: ["to": "\(item.address)", "interface": "\(item.interfaceIndex ?? 0)", "error": "\(error)"])
+                }
+                item.promise.succeed()
+                writing = false
+                // Completions usually come while the loop above is still running, which then
+                // carries on; a write that had to wait restarts it.
+                if !draining { drain() }
+            }
+        }
+    }
+
+    private func selectInterface(
+        _ index: Int?, family: MDNSAddressFamily, on channel: any Channel
+    ) -> EventLoopFuture<Void> {
+        guard let index, let provider = channel as? any SocketOptionProvider else {
+            return eventLoop.makeSucceededVoidFuture()
+        }
+        switch family {
+        case .ipv4:
+            #if os(Linux)
+            // By index: an address could belong to two interfaces, or change under us.
+            var request = ip_mreqn()
+            request.imr_ifindex = CInt(index)
+            return provider.unsafeSetSocketOption(level: .ip, name: .ip_multicast_if, value: request)
+            #else
+            guard let address = found[index]?.interface.ipv4Addresses.first else {
+                return eventLoop.makeSucceededVoidFuture()
+            }
+            var raw = in_addr()
+            withUnsafeMutableBytes(of: &raw) { $0.copyBytes(from: address) }
+            return provider.setIPMulticastIF(raw)
+            #endif
+        case .ipv6:
+            return provider.setIPv6MulticastIF(CUnsignedInt(index))
+        }
+    }
+
+    // MARK: - Interfaces
+
+    private func rescan() {
+        guard !closed else { return }
+        let scanned: [Int: MDNSInterfaceScanner.Found]
+        do {
+            scanned = try scanner.scan()
+        } catch {
+            logger.warning("mDNS: cannot list network interfaces", metadata: ["error": "\(error)"])
+            return
+        }
+        var events: [MDNSTransportEvent] = []
+        for (index, old) in found where scanned[index] == nil {
+            for family in MDNSAddressFamily.allCases where joined[family, default: []].contains(index) {
+                leave(family, old)
+            }
+            found[index] = nil
+            events.append(.interfaceRemoved(old.interface))
+        }
+        for (index, new) in scanned.sorted(by: { $0.key < $1.key }) {
+            let old = found[index]
+            for family in MDNSAddressFamily.allCases {
+                let wanted = device(of: family, in: new) != nil && channels[family] != nil
+                let member = joined[family, default: []].contains(index)
+                if wanted, !member {
+                    join(family, new)
+                } else if !wanted, member, let old {
+                    leave(family, old)
+                }
+            }
+            let inUse = MDNSAddressFamily.allCases.contains { joined[$0, default: []].contains(index) }
+            switch (old, inUse) {
+            case (nil, true):
+                found[index] = new
+                events.append(.interfaceAdded(new.interface))
+            case (let old?, true):
+                found[index] = new
+                if old.interface != new.interface { events.append(.interfaceChanged(new.interface)) }
+            case (let old?, false):
+                found[index] = nil
+                events.append(.interfaceRemoved(old.interface))
+            case (nil, false):
+                break
+            }
+        }
+        interfaces = found.values.map(\.interface).sorted { $0.index < $1.index }
+        for event in events {
+            logger.debug("mDNS: interface change", metadata: ["event": "\(event)"])
+            emit(event)
+        }
+    }
+
+    private func device(of family: MDNSAddressFamily, in found: MDNSInterfaceScanner.Found) -> NIONetworkDevice? {
+        family == .ipv4 ? found.ipv4Device : found.ipv6Device
+    }
+
+    private func join(_ family: MDNSAddressFamily, _ found: MDNSInterfaceScanner.Found) {
+        guard let channel = channels[family] as? any MulticastChannel, let group = groups[family],
+              let device = device(of: family, in: found) else { return }
+        let index = found.interface.index
+        // Completes at once: we are on the channel's loop.
+        channel.joinGroup(group, device: device).whenComplete { [self] result in
+            switch result {
+            case .success:
+                joined[family, default: []].insert(index)
+            case .failure(let error as IOError) where error.errnoCode == EADDRINUSE:
+                joined[family, default: []].insert(index)  // already a member
+            case .failure(let error):
+                logger.debug(
+                    "mDNS: cannot join the group",
+                    metadata: ["interface": "\(found.interface.name)", "family": "\(family)", "error": "\(error)"])
+            }
+        }
+    }
+
+    private func leave(_ family: MDNSAddressFamily, _ found: MDNSInterfaceScanner.Found) {
+        let index = found.interface.index
+        joined[family, default: []].remove(index)
+        guard let channel = channels[family] as? any MulticastChannel, let group = groups[family],
+              let device = device(of: family, in: found) else { return }
+        // An interface that is gone has left already; the error says so and is of no interest.
+        channel.leaveGroup(group, device: device).whenFailure { _ in }
+    }
+}

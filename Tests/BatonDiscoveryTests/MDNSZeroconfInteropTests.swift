@@ -1,0 +1,128 @@
+import BatonDiscovery
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+
+/// Interoperability with python-zeroconf, software no one here wrote, on real multicast in the
+/// test network: it browses our responder, and our browser finds its service.
+@Suite("mDNS with python-zeroconf", .timeLimit(.minutes(1)))
+struct MDNSZeroconfInteropTests {
+    private static let browseScript = """
+        import sys, time
+        from zeroconf import Zeroconf, ServiceBrowser, ServiceListener, IPVersion
+        class Listener(ServiceListener):
+            def add_service(self, zc, type_, name):
+                info = zc.get_service_info(type_, name, timeout=3000)
+                txt = {k.decode(): (v.decode() if v is not None else None) for k, v in info.properties.items()}
+                print("ADD", name, info.port, info.server, sorted(info.parsed_addresses()), sorted(txt.items()), flush=True)
+            def remove_service(self, zc, type_, name):
+                print("REMOVE", name, flush=True)
+            def update_service(self, zc, type_, name):
+                print("UPDATE", name, flush=True)
+        zc = Zeroconf(ip_version=IPVersion.All)
+        ServiceBrowser(zc, "_baton._tcp.local.", Listener())
+        time.sleep(float(sys.argv[1]))
+        zc.close()
+        """
+
+    private static let registerScript = """
+        import sys, time, socket
+        from zeroconf import Zeroconf, ServiceInfo, IPVersion
+        zc = Zeroconf(ip_version=IPVersion.V4Only)
+        info = ServiceInfo("_baton._tcp.local.", "Python Box._baton._tcp.local.",
+            addresses=[socket.inet_aton("10.77.0.2")], port=7100, properties={"id": "py-1"}, server="pybox.local.")
+        zc.register_service(info)
+        print("REGISTERED", flush=True)
+        time.sleep(float(sys.argv[1]))
+        zc.unregister_service(info)
+        zc.close()
+        """
+
+    /// Starts `script` with python3 in `namespace`; its output is read once it exits.
+    private func python(_ script: String, in namespace: String, _ arguments: String...) throws -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["ip", "netns", "exec", namespace, "python3", "-c", script] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        return (process, pipe)
+    }
+
+    @Test func zeroconfBrowsesOurResponderAndSeesItsGoodbye() async throws {
+        try await TestNetwork.with { network in
+            let group = try await TestNetwork.eventLoopGroup(in: network.a)
+            let transport = try await MDNSTransport.start(on: group.next()).get()
+            let responder = MDNSResponder(
+                instanceName: "Living Room TV", port: 7000, txt: [entry("id", "tv-1"), entry("kind", "tv")],
+                transport: transport)
+            _ = try await responder.start().get()
+            let (process, pipe) = try python(Self.browseScript, in: network.b, "3")
+            try await Task.sleep(for: .seconds(2))
+            try await responder.stop().get()
+            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(
+                output.contains(
+                    "ADD Living Room TV._baton._tcp.local. 7000 \(responder.hostName) ['10.77.0.1', 'fe80::"),
+                "\(output)")
+            #expect(output.contains("[('id', 'tv-1'), ('kind', 'tv')]"), "\(output)")
+            #expect(output.contains("REMOVE Living Room TV._baton._tcp.local."), "\(output)")
+            try await transport.close().get()
+            try await group.shutdownGracefully()
+        }
+    }
+
+    @Test func ourBrowserFindsAZeroconfServiceAndItsGoodbye() async throws {
+        try await TestNetwork.with { network in
+            let group = try await TestNetwork.eventLoopGroup(in: network.a)
+            let transport = try await MDNSTransport.start(on: group.next()).get()
+            let recorder = EventRecorder()
+            let browser = MDNSBrowser(transport: transport, onEvent: { recorder.record($0) })
+            browser.start()
+            let (process, pipe) = try python(Self.registerScript, in: network.b, "2")
+            let (added, _) = try await recorder.waitFor { $0.added != nil }
+            let service = try #require(added.added)
+            #expect(service.instanceName == "Python Box")
+            #expect(service.port == 7100)
+            #expect(service.hostName == "pybox.local.")
+            #expect(service.addresses.map(\.bytes) == [[10, 77, 0, 2]])
+            #expect(service.txtValue("id") == "py-1")
+            let (removed, _) = try await recorder.waitFor { $0.removed != nil }
+            #expect(removed.removed?.0 == "Python Box")
+            #expect(removed.removed?.1 == .goodbye)
+            _ = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            try await browser.stop().get()
+            try await transport.close().get()
+            try await group.shutdownGracefully()
+        }
+    }
+    @Test func onOneHostBatonAndZeroconfSharePort5353() async throws {
+        try await TestNetwork.with { network in
+            let group = try await TestNetwork.eventLoopGroup(in: network.a)
+            let transport = try await MDNSTransport.start(on: group.next()).get()
+            // zeroconf binds 5353 after us, in the same namespace.
+            let (register, registerOutput) = try python(Self.registerScript, in: network.a, "3")
+            let (browse, browseOutput) = try python(Self.browseScript, in: network.a, "3")
+            let responder = MDNSResponder(instanceName: "Same Host", port: 7000, transport: transport)
+            _ = try await responder.start().get()
+            let recorder = EventRecorder()
+            let browser = MDNSBrowser(transport: transport, onEvent: { recorder.record($0) })
+            browser.start()
+            let (added, _) = try await recorder.waitFor { $0.added?.instanceName == "Python Box" }
+            #expect(added.added?.port == 7100)
+            let output = String(decoding: browseOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            browse.waitUntilExit()
+            #expect(output.contains("ADD Same Host._baton._tcp.local. 7000"), "\(output)")
+            _ = registerOutput.fileHandleForReading.readDataToEndOfFile()
+            register.waitUntilExit()
+            try await responder.stop().get()
+            try await browser.stop().get()
+            try await transport.close().get()
+            try await group.shutdownGracefully()
+        }
+    }
+}
