@@ -72,7 +72,7 @@ let package = Package(
         .target(
             name: "BatonClient",
             dependencies: [
-                "BatonNet", "BatonWire", "BatonCore",
+                "BatonNet", "BatonWire", "BatonCore", "BatonDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -82,7 +82,7 @@ let package = Package(
         .target(
             name: "BatonAgent",
             dependencies: [
-                "BatonLua", "BatonCore", "BatonNet", "BatonWire", "BatonClient",
+                "BatonLua", "BatonCore", "BatonNet", "BatonWire", "BatonClient", "BatonDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -90,7 +90,7 @@ let package = Package(
         .executableTarget(
             name: "baton",
             dependencies: [
-                "BatonLua", "BatonCore", "BatonAgent", "BatonNet", "BatonWire", "BatonClient",
+                "BatonLua", "BatonCore", "BatonAgent", "BatonNet", "BatonWire", "BatonClient", "BatonDiscovery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -138,7 +138,7 @@ let package = Package(
         .testTarget(
             name: "BatonAgentTests",
             dependencies: [
-                "BatonAgent", "BatonLua", "BatonCore",
+                "BatonAgent", "BatonLua", "BatonCore", "BatonClient",
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonDiscovery
 import Logging
 import NIOCore
 
@@ -32,6 +33,10 @@ public final class DeviceDirectory: @unchecked Sendable {
         public var liveness: TimeAmount = .seconds(30)
         /// This device's account fingerprint, for `same_account` filters.
         public var account = ""
+        /// How to browse mDNS for `_baton._tcp`; nil for static peers alone.
+        public var mdns: MDNSTransport.Configuration? = MDNSTransport.Configuration()
+        /// The browser's query schedule and enumeration window.
+        public var mdnsTiming = MDNSBrowser.Timing()
         public init() {}
     }
 
@@ -54,7 +59,10 @@ public final class DeviceDirectory: @unchecked Sendable {
     private var pendingEnumeration: Set<String> = []
     /// Whether enumeration is over.
     public private(set) var enumerated = false
-    private var started = false
+    var started = false
+    /// The mDNS browser and its sockets, once started.
+    var mdnsTransport: MDNSTransport?
+    var mdnsBrowser: MDNSBrowser?
 
     struct Entry {
         var device: RemoteDevice
@@ -83,15 +91,18 @@ public final class DeviceDirectory: @unchecked Sendable {
             .sorted { ($0.info.name, $0.info.id) < ($1.info.name, $1.info.id) }
     }
 
-    /// Starts polling static peers and checking liveness; `sources` names the other sources
-    /// (such as `mdns`) that will call ``sourceEnumerated(_:)`` when their first window is over.
+    /// Starts browsing mDNS (unless ``Options/mdns`` is nil), polling static peers and checking
+    /// liveness; `sources` names any other sources that will call ``sourceEnumerated(_:)`` when
+    /// their first window is over. Enumeration completes when every source's first window is.
     public func start(waitingFor sources: Set<String> = []) {
         eventLoop.preconditionInEventLoop()
         guard !started else { return }
         started = true
         pendingEnumeration = sources
+        if options.mdns != nil { pendingEnumeration.insert(Self.mdnsSource) }
         for peer in options.peers { pendingEnumeration.insert("peer \(peer)") }
         if pendingEnumeration.isEmpty { finishEnumeration() }
+        if let configuration = options.mdns { startMDNS(configuration) }
         for peer in options.peers { poll(peer: peer, first: true) }
         let interval = TimeAmount.nanoseconds(max(options.liveness.nanoseconds / 3, 100_000_000))
         livenessTask = eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] _ in
@@ -99,11 +110,14 @@ public final class DeviceDirectory: @unchecked Sendable {
         }
     }
 
-    /// Stops checking; watchers hear nothing more.
-    public func stop() {
+    /// Stops browsing and checking; watchers hear nothing more. The future completes once the
+    /// mDNS sockets are closed.
+    @discardableResult
+    public func stop() -> EventLoopFuture<Void> {
         livenessTask?.cancel()
         livenessTask = nil
         watchers = [:]
+        return stopMDNS()
     }
 
     /// Registers `handler` for the devices `filter` passes. It hears `added` at once for each

@@ -10,12 +10,10 @@ extension LuaRuntime {
     /// How long `find` and `devices` wait by default.
     static let defaultDiscoveryTimeout = TimeAmount.seconds(3)
 
-    /// The shared directory, started (static peers polled) on first use.
+    /// The shared directory, started (mDNS browsed, static peers polled) on first use.
     var directory: DeviceDirectory {
         if let existing = directoryStorage { return existing }
-        var options = DeviceDirectory.Options()
-        options.peers = self.options.peers.compactMap(DeviceAddress.init)
-        let directory = DeviceDirectory(client: client, options: options, logger: logger)
+        let directory = DeviceDirectory(client: client, options: options.discovery, logger: logger)
         directoryStorage = directory
         directory.start()
         return directory

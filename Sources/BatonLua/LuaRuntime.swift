@@ -254,6 +254,9 @@ public final class LuaRuntime: @unchecked Sendable {
         for timer in timers.values { timer.scheduled?.cancel() }
         timers.removeAll()
         ready.removeAll()
+        // Its mDNS sockets close; watchers hear nothing more.
+        directoryStorage?.stop()
+        directoryStorage = nil
         promise.succeed(outcome)
         // Close once the current call stack has unwound.
         eventLoop.execute { self.close() }

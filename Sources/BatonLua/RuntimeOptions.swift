@@ -1,3 +1,4 @@
+import BatonClient
 import Logging
 
 /// Limits and reporting for one run of a script.
@@ -10,8 +11,9 @@ public struct RuntimeOptions: Sendable {
     public var logger: Logger
     /// Called on the event loop for every uncaught error.
     public var reportFailure: @Sendable (ScriptFailure) -> Void
-    /// Devices known by address (`baton run --peer`), searched by `baton.find(name)`.
-    public var peers: [String] = []
+    /// How `baton.find`, `baton.devices` and `baton.watch` find devices: mDNS (on unless set
+    /// to nil), static peers (`baton run --peer`), liveness.
+    public var discovery = DeviceDirectory.Options()
     /// How long connecting to a device may take before it counts as unavailable.
     public var connectTimeout: Duration = .seconds(3)
 

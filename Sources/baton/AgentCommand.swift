@@ -1,6 +1,7 @@
 import ArgumentParser
 import BatonAgent
 import BatonCore
+import BatonDiscovery
 import BatonLua
 import BatonNet
 import BatonWire
@@ -35,6 +36,12 @@ struct AgentCommand: ParsableCommand {
             the configuration. The device id is kept in $XDG_CONFIG_HOME/baton/device-id \
             (else ~/.config/baton), made on first use.
 
+            The agent advertises itself over mDNS/DNS-SD as a _baton._tcp instance named \
+            after the device, on every multicast-capable interface when listening on a wildcard \
+            address, else on the interface holding the address (none for loopback). A name \
+            already taken on the network becomes "NAME (2)", and the agent goes by it. \
+            --no-mdns turns advertising off (clients then need --peer).
+
             When ready, prints one line to stdout: listening on HOST:PORT id=ID name="NAME". \
             SIGINT or SIGTERM shuts down cleanly: open channels get canceled, requests in \
             flight get their answers. A configuration error exits 2 with file:line: message.
@@ -52,6 +59,9 @@ struct AgentCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Where to listen; port 0 picks a free one.", valueName: "host:port"))
     var listen: String = "0.0.0.0:47300"
+
+    @Flag(inversion: .prefixedNo, help: "Advertise this device over mDNS/DNS-SD (UDP 5353, shared with avahi and others).")
+    var mdns = true
 
     @Option(name: .customLong("max-message"), help: ArgumentHelp("The largest frame accepted: 1M, 256K.", valueName: "size"))
     var maxMessage: String = "1M"
@@ -124,13 +134,34 @@ struct AgentCommand: ParsableCommand {
         print("listening on \(bound) id=\(device.id) name=\"\(device.name)\"")
         fflush(nil)
         logger.info("agent ready", metadata: ["name": "\(device.name)", "address": "\(bound)"])
+        let advertiser = mdns ? advertise(agent, port: server.localAddress.port ?? address.port, listening: address.host, logger: logger) : nil
 
         var received: Int32 = 0
         sigwait(&shutdownSignals, &received)
         logger.info("shutting down", metadata: ["signal": "\(received == SIGINT ? "SIGINT" : "SIGTERM")"])
+        // The goodbye first, so that watchers drop the device before its port closes.
+        try? advertiser?.stop().wait()
         try? server.shutdown().wait()
         agent.stop()
         Baton.exitProcess(0)
+    }
+
+    /// Starts advertising over mDNS; nil (and why, in the log) when it cannot.
+    private func advertise(_ agent: Agent, port: Int, listening host: String, logger: Logger) -> AgentAdvertiser? {
+        var configuration = MDNSTransport.Configuration()
+        if let names = AgentAdvertiser.interfaces(forListening: host) {
+            guard !names.isEmpty else {
+                logger.notice("not advertised over mDNS: no multicast interface holds the listening address", metadata: ["address": "\(host)"])
+                return nil
+            }
+            configuration.interfaceFilter = { names.contains($0) }
+        }
+        do {
+            return try AgentAdvertiser.start(agent: agent, port: port, configuration: configuration, logger: logger).wait()
+        } catch {
+            logger.error("not advertised over mDNS: UDP 5353 cannot be used; clients need --peer", metadata: ["error": "\(error)"])
+            return nil
+        }
     }
 
     static func hostName() -> String {

@@ -58,7 +58,7 @@ enum DeviceArgument {
         if let address = try parse(text) { return address }
         let directory = try discovery.makeDirectory(client: client)
         let lookup = try client.eventLoop.flatSubmit {
-            directory.start(waitingFor: discovery.sources)
+            directory.start()
             return directory.find(text, timeout: timeout).always { _ in directory.stop() }
         }.wait()
         let problem: DeviceLookupError

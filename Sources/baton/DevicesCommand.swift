@@ -110,7 +110,7 @@ struct DevicesCommand: ParsableCommand {
         let loop = baton.eventLoop
         if watch {
             try loop.submit {
-                directory.start(waitingFor: discovery.sources)
+                directory.start()
                 _ = directory.watch(filter) { event in Self.emit(event, json: json) }
             }.wait()
             // Until interrupted: SIGINT's default action ends the process.
@@ -118,7 +118,7 @@ struct DevicesCommand: ParsableCommand {
         }
         let done = loop.makePromise(of: Void.self)
         try loop.submit {
-            directory.start(waitingFor: discovery.sources)
+            directory.start()
             _ = directory.watch(filter) { event in
                 if case .enumerationCompleted = event { done.succeed() }
                 if case .error(let problem) = event { StandardError.write("baton: \(problem)\n") }
@@ -186,8 +186,11 @@ enum DeviceJSON {
     }
 }
 
-/// How commands find devices: static peers now, mDNS when it is on.
+/// How commands find devices: mDNS/DNS-SD on the LAN (unless --no-mdns), and static peers.
 struct DiscoveryOptions: ParsableArguments {
+    @Flag(inversion: .prefixedNo, help: "Browse the LAN over mDNS/DNS-SD for _baton._tcp agents.")
+    var mdns = true
+
     @Option(name: .customLong("peer"), help: ArgumentHelp("A device's agent at HOST:PORT, polled with Describe, for networks without multicast (repeatable).", valueName: "host:port"))
     var peers: [String] = []
 
@@ -203,13 +206,16 @@ struct DiscoveryOptions: ParsableArguments {
         }
     }
 
-    /// Sources besides static peers whose first window enumeration waits for.
-    var sources: Set<String> { [] }
-
-    func makeDirectory(client: BatonClient) throws -> DeviceDirectory {
+    /// The directory's options these describe.
+    var directoryOptions: DeviceDirectory.Options {
         var options = DeviceDirectory.Options()
         options.peers = peers.compactMap(DeviceAddress.init)
         options.liveness = TimeAmount(DurationText.parse(liveness) ?? .seconds(30))
-        return DeviceDirectory(client: client, options: options)
+        if !mdns { options.mdns = nil }
+        return options
+    }
+
+    func makeDirectory(client: BatonClient) throws -> DeviceDirectory {
+        DeviceDirectory(client: client, options: directoryOptions)
     }
 }

@@ -39,8 +39,7 @@ struct Run: ParsableCommand {
     @Option(name: .customLong("max-memory"), help: ArgumentHelp("Cap the script's memory: 64M, 512K, 1G. Allocations past it fail with \"not enough memory\".", valueName: "size"))
     var maxMemory: String?
 
-    @Option(name: .customLong("peer"), help: ArgumentHelp("A device's agent at HOST:PORT, for baton.find by name or id (repeatable).", valueName: "host:port"))
-    var peers: [String] = []
+    @OptionGroup var discovery: DiscoveryOptions
 
     @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("How long reaching a device may take before it counts as unavailable.", valueName: "duration"))
     var connectTimeout: String = "3s"
@@ -62,9 +61,6 @@ struct Run: ParsableCommand {
         }
         if let maxMemory, ByteSizeText.parse(maxMemory) == nil {
             throw ValidationError("Invalid --max-memory '\(maxMemory)': use a size like 512K, 64M or 1G.")
-        }
-        for peer in peers where HostPort(peer) == nil {
-            throw ValidationError("Invalid --peer '\(peer)': use HOST:PORT, e.g. 192.168.1.20:47300.")
         }
         if DurationText.parse(connectTimeout) == nil {
             throw ValidationError("Invalid --connect-timeout '\(connectTimeout)': use a duration like 500ms or 3s.")
@@ -93,7 +89,7 @@ struct Run: ParsableCommand {
             logger: Logger(label: "baton.script"),
             reportFailure: { FailureReport.write($0, format: format) }
         )
-        options.peers = peers
+        options.discovery = discovery.directoryOptions
         options.connectTimeout = DurationText.parse(connectTimeout)!
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let outcome = try LuaRuntime.run(source, arguments: args, commandLine: commandLine, options: options, on: group.next()).wait()

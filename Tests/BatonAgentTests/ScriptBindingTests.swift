@@ -1,4 +1,5 @@
 import BatonAgent
+import BatonClient
 import BatonCore
 import BatonLua
 import NIOCore
@@ -44,7 +45,8 @@ struct LiveAgent {
     func run(_ code: String, timeout: Duration = .seconds(20)) async throws -> (RunOutcome, Captured) {
         let captured = Captured()
         var options = RuntimeOptions(timeout: timeout) { captured.failures.append($0) }
-        options.peers = [address]
+        options.discovery.peers = [DeviceAddress(address)!]
+        options.discovery.mdns = nil
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { group.shutdownGracefully { _ in } }
         let source = code.replacingOccurrences(of: "ADDR", with: address)
