@@ -1,5 +1,5 @@
 -- The handoff: ask the phone what it is playing, and launch it on the TV at the same position.
--- usage: baton run --peer PHONE_HOST:PORT --peer TV_HOST:PORT examples/launch.lua
+-- usage: baton run examples/launch.lua   (the devices found over mDNS, or add --peer HOST:PORT for each)
 local phone = assert(baton.find("Phone"))
 local tv = assert(baton.find("Living Room TV"))
 

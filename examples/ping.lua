@@ -1,6 +1,6 @@
 -- Rome's ping: open an app-service channel, send Type/CreationDate/TargetId, and print the
 -- round-trip time from the CreationDate the service sends back.
--- usage: baton run --peer HOST:PORT examples/ping.lua [DEVICE] [COUNT]
+-- usage: baton run examples/ping.lua [DEVICE] [COUNT]   (found over mDNS, or add --peer HOST:PORT)
 local target = arg[1] or "Phone"
 local count = tonumber(arg[2] or "3")
 
