@@ -118,7 +118,7 @@ let package = Package(
         .testTarget(
             name: "BatonDiscoveryTests",
             dependencies: [
-                "BatonDiscovery",
+                "BatonDiscovery", "BatonCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
