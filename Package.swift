@@ -14,6 +14,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
     ],
     targets: [
         // Debian's liblua5.4 (apt liblua5.4-dev), found through pkg-config.
@@ -53,6 +55,17 @@ let package = Package(
                 "BatonWire", "BatonCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The account: its CA, this device's key and certificate, enrolment, revocation. Files
+        // and locks, no sockets.
+        .target(
+            name: "BatonSecurity",
+            dependencies: [
+                "BatonCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -105,6 +118,14 @@ let package = Package(
             ]
         ),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
+        .testTarget(
+            name: "BatonSecurityTests",
+            dependencies: [
+                "BatonSecurity", "BatonCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+            ]
+        ),
         .testTarget(
             name: "BatonWireTests",
             dependencies: [
