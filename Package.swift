@@ -103,7 +103,8 @@ let package = Package(
         .executableTarget(
             name: "baton",
             dependencies: [
-                "BatonLua", "BatonCore", "BatonAgent", "BatonNet", "BatonWire", "BatonClient", "BatonDiscovery",
+                "BatonLua", "BatonCore", "BatonAgent", "BatonNet", "BatonWire", "BatonClient", "BatonDiscovery", "BatonSecurity",
+                .product(name: "X509", package: "swift-certificates"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

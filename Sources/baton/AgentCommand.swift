@@ -4,6 +4,7 @@ import BatonCore
 import BatonDiscovery
 import BatonLua
 import BatonNet
+import BatonSecurity
 import BatonWire
 import Logging
 import NIOCore
@@ -33,8 +34,9 @@ struct AgentCommand: ParsableCommand {
 
             Without --config the device is named after the host, of kind desktop, and opens \
             http and https URIs with xdg-open when it is installed. --name and --kind win over \
-            the configuration. The device id is kept in $XDG_CONFIG_HOME/baton/device-id \
-            (else ~/.config/baton), made on first use.
+            the configuration. The device id, the account and this device's certificate are \
+            kept in $XDG_CONFIG_HOME/baton (else ~/.config/baton), made on first use (see \
+            baton account).
 
             The agent advertises itself over mDNS/DNS-SD as a _baton._tcp instance named \
             after the device, on every multicast-capable interface when listening on a wildcard \
@@ -102,8 +104,16 @@ struct AgentCommand: ParsableCommand {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()
 
+        // The account and this device's certificate, made on first use.
+        let credentials: DeviceCredentials
+        do {
+            credentials = try DeviceCredentials.loadOrCreate(in: .standard, deviceName: name ?? Self.hostName())
+        } catch {
+            FailureReport.write(message: "\(error)", format: format)
+            Baton.exitProcess(1)
+        }
         let defaults = AgentConfiguration(
-            device: DeviceInfo(id: try DeviceIdentity.load(), name: Self.hostName(), kind: .desktop),
+            device: DeviceInfo(id: credentials.deviceID, name: Self.hostName(), kind: .desktop),
             handlers: Self.defaultHandlers())
         let options = RuntimeOptions(logger: logger, reportFailure: { FailureReport.write($0, format: format) })
         let agent: Agent
