@@ -14,6 +14,11 @@ import FoundationEssentials
 import Foundation
 #endif
 
+// A helper mode for scripts/bench-discovery.py rather than the benchmark itself.
+if CommandLine.arguments.dropFirst().first == "discovery-watcher" {
+    discoveryWatcherMain()
+}
+
 /// Figures the benchmark script reports through `report(name, value)`.
 final class Figures: @unchecked Sendable {
     var values: [String: Double] = [:]
