@@ -20,7 +20,7 @@ struct AccountCommand: ParsableCommand {
             one account trust each other; the account's fingerprint is the SHA-256 of its \
             certificate.
             """,
-        subcommands: [Show.self],
+        subcommands: [Show.self, ExportDevice.self, Import.self, Revoke.self],
         defaultSubcommand: Show.self
     )
 
@@ -29,8 +29,10 @@ struct AccountCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print the account's fingerprint and this device.",
             discussion: """
-                With --json, one object: {"fingerprint": HEX, "device": {"id", "name", \
-                "valid_until"}, "holds_account_key": BOOL, "folder": PATH}. Keys are never printed.
+                With --json, one object: {"fingerprint": HEX, "device": {"id", \
+                "certificate_subject", "valid_until"}, "holds_account_key": BOOL, "enrolled": \
+                [{"id", "name", "serial", "enrolled", "revoked"}], "revocation_list_version": N, \
+                "folder": PATH}. Keys are never printed.
                 """
         )
 
@@ -42,13 +44,12 @@ struct AccountCommand: ParsableCommand {
         func run() throws {
             logging.bootstrap()
             let folder = ConfigurationFolder.standard
-            let credentials: DeviceCredentials
-            do {
-                credentials = try DeviceCredentials.loadOrCreate(in: folder, deviceName: AgentCommand.hostName())
-            } catch {
-                FailureReport.write(message: "\(error)", format: logging.logFormat)
-                Baton.exitProcess(1)
+            let credentials = AccountCommand.credentials(folder, logging)
+            let (enrolled, revocations) = AccountCommand.attempt(logging) {
+                (try EnrolledDevice.all(in: folder),
+                 try RevocationList.load(from: folder, accountCertificate: credentials.accountCertificate))
             }
+            func isRevoked(_ device: EnrolledDevice) -> Bool { revocations.entries.contains { $0.id == device.id } }
             let name = credentials.certificate.subject.description
             let until = ISO8601.format(credentials.certificate.notValidAfter)
             if json {
@@ -59,6 +60,14 @@ struct AccountCommand: ParsableCommand {
                         .init("valid_until", .string(until)),
                     ])),
                     .init("holds_account_key", .bool(credentials.accountKey != nil)),
+                    .init("enrolled", .array(enrolled.map { device in
+                        .object([
+                            .init("id", .string(device.id)), .init("name", .string(device.name)),
+                            .init("serial", .string(device.serial)), .init("enrolled", .string(ISO8601.format(device.enrolled))),
+                            .init("revoked", .bool(isRevoked(device))),
+                        ])
+                    })),
+                    .init("revocation_list_version", .int(Int64(revocations.version))),
                     .init("folder", .string(folder.path)),
                 ]).serialized())
             } else {
@@ -68,6 +77,133 @@ struct AccountCommand: ParsableCommand {
                     account key:  \(credentials.accountKey != nil ? "held here: this device can enrol others" : "not here")
                     folder:       \(folder.path)
                     """)
+                for device in enrolled {
+                    print("enrolled:     \(device.name)  \(device.id)  \(ISO8601.format(device.enrolled))\(isRevoked(device) ? "  REVOKED" : "")")
+                }
+            }
+        }
+    }
+}
+
+extension AccountCommand {
+    /// This device's credentials, made on first use; exit 1 with the reason if that fails.
+    static func credentials(_ folder: ConfigurationFolder, _ logging: LoggingOptions) -> DeviceCredentials {
+        attempt(logging) { try DeviceCredentials.loadOrCreate(in: folder, deviceName: AgentCommand.hostName()) }
+    }
+
+    /// `body`'s result, or exit 1 with its error as the message.
+    static func attempt<T>(_ logging: LoggingOptions, _ body: () throws -> T) -> T {
+        do {
+            return try body()
+        } catch {
+            FailureReport.write(message: "\(error)", format: logging.logFormat)
+            Baton.exitProcess(1)
+        }
+    }
+
+    /// `baton account export-device NAME`.
+    struct ExportDevice: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "export-device",
+            abstract: "Enrol a device by hand: write a device file for it to standard output.",
+            discussion: """
+                For machines with no network path to this one. Run on the device that made the \
+                account (it holds the account's key); carry the file to the new device and run \
+                baton account import FILE there. The file holds the new device's private key: \
+                keep it secret, and delete it once imported.
+
+                Example:
+                  baton account export-device "Living Room TV" > tv.baton
+                """
+        )
+
+        @Argument(help: "The new device's name.")
+        var name: String
+
+        @OptionGroup var logging: LoggingOptions
+
+        func validate() throws {
+            guard !name.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("The device's name is empty.") }
+        }
+
+        func run() throws {
+            logging.bootstrap()
+            let folder = ConfigurationFolder.standard
+            let credentials = AccountCommand.credentials(folder, logging)
+            let text = AccountCommand.attempt(logging) { try credentials.exportDevice(named: name, in: folder).serialized() }
+            print(text, terminator: "")
+            StandardError.write("baton: wrote a device file for \"\(name)\" (it holds a private key: keep it secret)\n")
+        }
+    }
+
+    /// `baton account import FILE`.
+    struct Import: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Join the account a device file comes from.",
+            discussion: """
+                Makes this device the one the file describes (its id, key and certificate, in the \
+                file's account). The files replaced are moved to replaced-TIME/ in the \
+                configuration folder, not deleted. Restart the agent afterwards. - reads \
+                standard input.
+                """
+        )
+
+        @Argument(help: ArgumentHelp("The device file from baton account export-device, or -.", valueName: "file"))
+        var file: String
+
+        @OptionGroup var logging: LoggingOptions
+
+        func run() throws {
+            logging.bootstrap()
+            let text: String
+            if file == "-" {
+                text = AnyIterator { readLine(strippingNewline: false) }.joined()
+            } else {
+                text = AccountCommand.attempt(logging) {
+                    do { return try String(contentsOfFile: file, encoding: .utf8) } catch {
+                        throw SecurityError.storage("cannot read \(file): \(error.localizedDescription)")
+                    }
+                }
+            }
+            let credentials = AccountCommand.attempt(logging) {
+                try DeviceCredentials.install(DeviceBundle.parse(text), in: .standard)
+            }
+            print("joined account \(credentials.fingerprint.short) as device \(credentials.deviceID)")
+        }
+    }
+
+    /// `baton account revoke DEVICE`.
+    struct Revoke: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Stop trusting an enrolled device.",
+            discussion: """
+                Adds the device (a name or id from baton account show) to the account's \
+                revocation list, signed with the account's key; agents pass the list on when \
+                they meet, and refuse the device wherever the list has reached. Run on the \
+                device that made the account.
+                """
+        )
+
+        @Argument(help: ArgumentHelp("The device's name or id.", valueName: "device"))
+        var device: String
+
+        @Flag(help: "Print one JSON object instead of text.")
+        var json = false
+
+        @OptionGroup var logging: LoggingOptions
+
+        func run() throws {
+            logging.bootstrap()
+            let folder = ConfigurationFolder.standard
+            let credentials = AccountCommand.credentials(folder, logging)
+            let (revoked, list) = AccountCommand.attempt(logging) { try credentials.revoke(device, in: folder) }
+            if json {
+                print(JSON.object([
+                    .init("revoked", .object([.init("id", .string(revoked.id)), .init("name", .string(revoked.name))])),
+                    .init("revocation_list_version", .int(Int64(list.version))),
+                ]).serialized())
+            } else {
+                print("revoked \(revoked.name) (\(revoked.id)); revocation list version \(list.version)")
             }
         }
     }

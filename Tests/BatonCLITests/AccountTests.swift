@@ -44,4 +44,39 @@ struct AccountTests {
         #expect(r.exitCode == 1)
         #expect(r.stderr.contains("cannot create"), "\(r)")
     }
+
+    @Test func exportImportAndRevokeAsAUserWould() async throws {
+        let home = try ScriptDirectory()
+        let tv = try ScriptDirectory()
+        let asHome = ["XDG_CONFIG_HOME": home.url.path]
+        let asTV = ["XDG_CONFIG_HOME": tv.url.path]
+        let exported = try await home.baton("account", "export-device", "Living Room TV", environment: asHome)
+        #expect(exported.exitCode == 0, "\(exported)")
+        #expect(exported.stderr.contains("keep it secret"))
+        try tv.write("tv.baton", exported.stdout)
+        let imported = try await tv.baton("account", "import", "tv.baton", environment: asTV)
+        #expect(imported.exitCode == 0, "\(imported)")
+        let homeAccount = try await show(home)
+        let tvAccount = try await show(tv)
+        #expect(tvAccount["fingerprint"] as? String == homeAccount["fingerprint"] as? String)
+        #expect(tvAccount["holds_account_key"] as? Bool == false)
+        let enrolled = try #require(homeAccount["enrolled"] as? [[String: Any]])
+        #expect(enrolled.map { $0["name"] as? String } == ["Living Room TV"])
+        #expect(enrolled.first?["id"] as? String == (tvAccount["device"] as? [String: Any])?["id"] as? String)
+
+        // The joined device cannot enrol or revoke; the one holding the key can.
+        let refused = try await tv.baton("account", "revoke", "Living Room TV", environment: asTV)
+        #expect(refused.exitCode == 1 && refused.stderr.contains("does not hold the account's key"), "\(refused)")
+        let revoked = try await home.baton("account", "revoke", "Living Room TV", "--json", environment: asHome)
+        #expect(revoked.exitCode == 0, "\(revoked)")
+        #expect(revoked.stdout.contains(#""revocation_list_version":1"#))
+        let after = try #require(try await show(home)["enrolled"] as? [[String: Any]])
+        #expect(after.first?["revoked"] as? Bool == true)
+
+        // Not a device file: a clear error, and nothing replaced.
+        try tv.write("junk", "{}")
+        let junk = try await tv.baton("account", "import", "junk", environment: asTV)
+        #expect(junk.exitCode == 1 && junk.stderr.contains("not a device file"), "\(junk)")
+        #expect(try await show(tv)["fingerprint"] as? String == homeAccount["fingerprint"] as? String)
+    }
 }

@@ -1,0 +1,63 @@
+import BatonCore
+import Crypto
+import X509
+
+/// Everything a device needs to join an account, for carrying by hand where there is no network
+/// path (`baton account export-device` / `import`): the account's CA certificate, and a device
+/// id, key and certificate the CA made for it. It holds a private key: it is a secret.
+public struct DeviceBundle: Sendable {
+    public var deviceID: String
+    public var name: String
+    public var accountCertificate: Certificate
+    public var certificate: Certificate
+    public var key: Certificate.PrivateKey
+
+    static let format = "baton-device-bundle"
+
+    /// A new device named `name`: a fresh id and key, and a certificate `authority` signs.
+    public static func make(named name: String, by authority: CertificateAuthority, id: String) throws -> DeviceBundle {
+        let key = Certificate.PrivateKey(P256.Signing.PrivateKey())
+        let certificate = try authority.issueDeviceCertificate(id: id, name: name, publicKey: key.publicKey)
+        return DeviceBundle(deviceID: id, name: name, accountCertificate: authority.certificate, certificate: certificate, key: key)
+    }
+
+    /// The bundle as text (JSON with PEM blocks).
+    public func serialized() throws -> String {
+        JSON.object([
+            .init("format", .string(Self.format)), .init("version", .int(1)),
+            .init("device_id", .string(deviceID)), .init("name", .string(name)),
+            .init("account_certificate", .string(try accountCertificate.serializeAsPEM().pemString)),
+            .init("device_certificate", .string(try certificate.serializeAsPEM().pemString)),
+            .init("device_key", .string(try key.serializeAsPEM().pemString)),
+        ]).serialized(pretty: true) + "\n"
+    }
+
+    /// Reads a bundle and checks it: the certificate is the account's, names the id, and goes
+    /// with the key. Errors say what is wrong, never what the key is.
+    public static func parse(_ text: String) throws -> DeviceBundle {
+        guard let json = try? JSON.parse(text), json["format"]?.stringValue == format else {
+            throw SecurityError.damaged("not a device file made by baton account export-device")
+        }
+        guard json["version"]?.intValue == 1 else { throw SecurityError.damaged("a device file of a newer Baton (version \(json["version"].map { "\($0)" } ?? "?"))") }
+        guard let id = json["device_id"]?.stringValue, let name = json["name"]?.stringValue,
+              let accountPEM = json["account_certificate"]?.stringValue,
+              let devicePEM = json["device_certificate"]?.stringValue, let keyPEM = json["device_key"]?.stringValue else {
+            throw SecurityError.damaged("the device file lacks a field (device_id, name, account_certificate, device_certificate, device_key)")
+        }
+        let bundle: DeviceBundle
+        do {
+            bundle = DeviceBundle(
+                deviceID: id, name: name, accountCertificate: try Certificate(pemEncoded: accountPEM),
+                certificate: try Certificate(pemEncoded: devicePEM), key: try Certificate.PrivateKey(pemEncoded: keyPEM))
+        } catch {
+            throw SecurityError.damaged("the device file's certificates or key cannot be read")
+        }
+        guard try DeviceCertificate.verify(bundle.certificate, issuedBy: bundle.accountCertificate) == id.lowercased() else {
+            throw SecurityError.damaged("the device file's certificate names another device")
+        }
+        guard bundle.certificate.publicKey == bundle.key.publicKey else {
+            throw SecurityError.damaged("the device file's key does not go with its certificate")
+        }
+        return bundle
+    }
+}

@@ -1,0 +1,60 @@
+import Crypto
+import X509
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension DeviceCredentials {
+    /// Makes a device file for a new device named `name`, and records it among the enrolled.
+    /// Only a device holding the account's key can.
+    public func exportDevice(named name: String, in folder: ConfigurationFolder) throws -> DeviceBundle {
+        guard let authority else {
+            throw SecurityError.refused("this device does not hold the account's key; export from the device that made the account")
+        }
+        return try folder.withLock {
+            let bundle = try DeviceBundle.make(named: name, by: authority, id: UUID().uuidString.lowercased())
+            try EnrolledDevice.record(EnrolledDevice(certificate: bundle.certificate, id: bundle.deviceID, name: name), in: folder)
+            return bundle
+        }
+    }
+
+    /// Makes `folder` this device's home in `bundle`'s account: its id, key and certificate. The
+    /// files they replace are moved to `replaced-<time>/` in the folder, not deleted. Returns
+    /// the new credentials.
+    public static func install(_ bundle: DeviceBundle, in folder: ConfigurationFolder, now: Date = Date()) throws -> DeviceCredentials {
+        try folder.withLock {
+            let stamp = ISO8601Stamp.make(now)
+            let backup = ConfigurationFolder(path: folder.file("replaced-\(stamp)"))
+            let names = [files.account, files.accountKey, files.device, files.deviceKey, "device-id", EnrolledDevice.file, RevocationList.file]
+            let present = names.filter { FileManager.default.fileExists(atPath: folder.file($0)) }
+            if !present.isEmpty {
+                try backup.create()
+                for name in present where rename(folder.file(name), backup.file(name)) != 0 {
+                    throw SecurityError.storage("cannot move \(folder.file(name)) aside: \(String(cString: strerror(errno)))")
+                }
+            }
+            let credentials = try DeviceCredentials(
+                deviceID: bundle.deviceID.lowercased(), accountCertificate: bundle.accountCertificate, accountKey: nil,
+                certificate: bundle.certificate, key: bundle.key)
+            try folder.write(credentials.deviceID + "\n", to: "device-id", mode: 0o644)
+            try credentials.save(to: folder)
+            return credentials
+        }
+    }
+}
+
+/// `20261121T154301Z`: a time that sorts and fits in a file name.
+enum ISO8601Stamp {
+    static func make(_ date: Date) -> String {
+        var t = time_t(date.timeIntervalSince1970)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))T\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
+    }
+}
