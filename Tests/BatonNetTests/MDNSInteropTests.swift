@@ -186,7 +186,8 @@ struct MDNSInteropTests {
             async let agentB = pair.agent(in: pair.b, name: "Sturdy Speaker", kind: "speaker")
             let (tv, speaker) = try await (agentA, agentB)
             try await MDNSFixtures.waitAdvertised([tv, speaker])
-            let watcher = try pair.watcher(in: pair.b)
+            // -v: the watcher logs each datagram it drops, which shows the noise reached it.
+            let watcher = try pair.watcher(in: pair.b, ["-v"])
             try await watcher.waitFor("added Sturdy TV") { $0.event == "added" && $0.id == tv.id }
             try await watcher.waitFor("added Sturdy Speaker") { $0.event == "added" && $0.id == speaker.id }
 
@@ -199,6 +200,8 @@ struct MDNSInteropTests {
                 let done = try await sender.waitForLine("SENT") { $0.hasPrefix("SENT ") }
                 #expect(done == "SENT \(hex.count * 5 * 4)", "\(sender.output)")
             }
+
+            #expect(await eventually { watcher.log.contains("mDNS: dropped a malformed packet") }, "\(watcher.transcript)")
 
             // Everyone is still there and still works.
             #expect(tv.isRunning, "\(tv.log)")

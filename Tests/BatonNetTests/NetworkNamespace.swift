@@ -394,6 +394,9 @@ final class DeviceWatcher: Sendable {
         return found
     }
 
+    /// What it wrote to stderr so far (its log).
+    var log: String { NamespacedAgent.read(stderr) }
+
     /// Everything it printed, for failure messages.
     var transcript: String {
         "--- stdout ---\n\(NamespacedAgent.read(stdout))--- stderr ---\n\(NamespacedAgent.read(stderr))---"
