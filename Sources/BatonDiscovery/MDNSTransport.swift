@@ -168,10 +168,10 @@ public final class MDNSTransport: MDNSMessageTransport, @unchecked Sendable {
 
     private func start0() -> EventLoopFuture<Void> {
         bind(.ipv4).flatMap { [self] channel in
-            channels[.ipv4] = channel
+            use(channel, for: .ipv4)
             guard configuration.ipv6Enabled else { return eventLoop.makeSucceededVoidFuture() }
             return bind(.ipv6).map { [self] channel in
-                channels[.ipv6] = channel
+                use(channel, for: .ipv6)
             }.recover { [self] error in
                 logger.info("mDNS: no IPv6, carrying on with IPv4", metadata: ["error": "\(error)"])
             }
@@ -183,6 +183,40 @@ public final class MDNSTransport: MDNSMessageTransport, @unchecked Sendable {
             logger.debug(
                 "mDNS: transport started",
                 metadata: ["families": "\(channels.keys.map(\.description).sorted())", "interfaces": "\(interfaces)"])
+        }
+    }
+
+    /// Takes `channel` as the socket of `family`, and opens another should it close under us:
+    /// NIO closes a datagram socket on a send error it holds fatal, such as ENETUNREACH when
+    /// the interface goes down as a datagram leaves, which would leave mDNS deaf and mute.
+    private func use(_ channel: any Channel, for family: MDNSAddressFamily) {
+        channels[family] = channel
+        channel.closeFuture.whenComplete { [self] _ in
+            guard !closed, let current = channels[family], current === channel else { return }
+            channels[family] = nil
+            joined[family] = []
+            logger.warning("mDNS: socket closed after an error; opening it again", metadata: ["family": "\(family)"])
+            reopen(family)
+        }
+    }
+
+    /// Binds `family`'s socket again and joins the groups on the interfaces in use; tries again
+    /// at the next rescan while it cannot.
+    private func reopen(_ family: MDNSAddressFamily) {
+        guard !closed else { return }
+        bind(family).whenComplete { [self] result in
+            switch result {
+            case .success(let channel):
+                guard !closed else {
+                    channel.close(promise: nil)
+                    return
+                }
+                use(channel, for: family)
+                rescan()
+            case .failure(let error):
+                logger.warning("mDNS: cannot open the socket again", metadata: ["family": "\(family)", "error": "\(error)"])
+                eventLoop.scheduleTask(in: configuration.interfaceRescanInterval) { [self] in reopen(family) }
+            }
         }
     }
 

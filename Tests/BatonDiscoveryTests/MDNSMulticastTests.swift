@@ -218,6 +218,41 @@ struct MDNSMulticastTests {
         }
     }
 
+    /// NIO closes a datagram socket on a send error it holds fatal; the transport opens it again
+    /// rather than go deaf and mute. (Found by the process tests: an agent whose interface went
+    /// down as it announced was never heard of again.)
+    @Test func aSendTheSystemRefusesDoesNotSilenceTheTransport() async throws {
+        try await TestNetwork.with { network in
+            let groupA = try await TestNetwork.eventLoopGroup(in: network.a)
+            let groupB = try await TestNetwork.eventLoopGroup(in: network.b)
+            let transportA = try await transport(on: groupA)
+            let transportB = try await transport(on: groupB)
+            // No route to 192.0.2.1 in the namespace: sendmsg fails with ENETUNREACH, at once.
+            let query = DNSMessage(questions: [DNSQuestion(name: "_baton._tcp.local.", type: .ptr)])
+            let unroutable4 = try SocketAddress(ipAddress: "192.0.2.1", port: 5353)
+            let unroutable6 = try SocketAddress(ipAddress: "2001:db8::1", port: 5353)
+            try await groupA.next().flatSubmit {
+                transportA.send(query, to: .unicast(unroutable4)).and(transportA.send(query, to: .unicast(unroutable6))).map { _ in }
+            }.get()
+            #expect(transportA.statistics.sendFailures == 2)
+
+            let responder = MDNSResponder(instanceName: "Still Here", port: 7000, transport: transportA)
+            let recorder = EventRecorder()
+            let browser = MDNSBrowser(transport: transportB, onEvent: { recorder.record($0) })
+            browser.start()
+            #expect(try await responder.start().get() == "Still Here")
+            _ = try await recorder.waitFor { $0.added?.instanceName == "Still Here" }
+            #expect(try await transportA.families.get() == [.ipv4, .ipv6])
+
+            try await browser.stop().get()
+            try await responder.stop().get()
+            try await transportA.close().get()
+            try await transportB.close().get()
+            try await groupA.shutdownGracefully()
+            try await groupB.shutdownGracefully()
+        }
+    }
+
     @Test func withoutAnIPv6SocketTheTransportCarriesOnOverIPv4() async throws {
         try await TestNetwork.with { network in
             let groupA = try await TestNetwork.eventLoopGroup(in: network.a)
