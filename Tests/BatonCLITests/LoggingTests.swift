@@ -110,7 +110,7 @@ struct LoggingTests {
                 baton.sleep(0.995 - f)
               end
             end
-            """, flags: ["--timeout", "10s"])
+            """, flags: ["--timeout", "60s"])
         #expect(r.exitCode == 0, "\(r)")
         let lines = r.stderrLines
         #expect(lines.count == 20, "\(r)")

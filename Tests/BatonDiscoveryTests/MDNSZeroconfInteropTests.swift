@@ -11,18 +11,26 @@ struct MDNSZeroconfInteropTests {
     private static let browseScript = """
         import sys, time
         from zeroconf import Zeroconf, ServiceBrowser, ServiceListener, IPVersion
+        # argv: how long to browse at most; optionally a file to make once a service is added,
+        # in which case the script ends at the first removal.
+        flag = sys.argv[2] if len(sys.argv) > 2 else None
+        removed = []
         class Listener(ServiceListener):
             def add_service(self, zc, type_, name):
                 info = zc.get_service_info(type_, name, timeout=3000)
                 txt = {k.decode(): (v.decode() if v is not None else None) for k, v in info.properties.items()}
                 print("ADD", name, info.port, info.server, sorted(info.parsed_addresses()), sorted(txt.items()), flush=True)
+                if flag: open(flag, "w").close()
             def remove_service(self, zc, type_, name):
                 print("REMOVE", name, flush=True)
+                removed.append(name)
             def update_service(self, zc, type_, name):
                 print("UPDATE", name, flush=True)
         zc = Zeroconf(ip_version=IPVersion.All)
         ServiceBrowser(zc, "_baton._tcp.local.", Listener())
-        time.sleep(float(sys.argv[1]))
+        end = time.time() + float(sys.argv[1])
+        while time.time() < end and not (flag and removed):
+            time.sleep(0.05)
         zc.close()
         """
 
@@ -59,8 +67,15 @@ struct MDNSZeroconfInteropTests {
                 instanceName: "Living Room TV", port: 7000, txt: [entry("id", "tv-1"), entry("kind", "tv")],
                 transport: transport)
             _ = try await responder.start().get()
-            let (process, pipe) = try python(Self.browseScript, in: network.b, "3")
-            try await Task.sleep(for: .seconds(2))
+            // No fixed sleeps: the responder stops once zeroconf has seen it (a loaded machine
+            // may take seconds to start python), and zeroconf ends once it has seen it go.
+            let flag = FileManager.default.temporaryDirectory.appendingPathComponent("baton-zc-\(UUID().uuidString)").path
+            defer { try? FileManager.default.removeItem(atPath: flag) }
+            let (process, pipe) = try python(Self.browseScript, in: network.b, "40", flag)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !FileManager.default.fileExists(atPath: flag), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
             try await responder.stop().get()
             let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             process.waitUntilExit()
@@ -105,8 +120,8 @@ struct MDNSZeroconfInteropTests {
             let group = try await TestNetwork.eventLoopGroup(in: network.a)
             let transport = try await MDNSTransport.start(on: group.next()).get()
             // zeroconf binds 5353 after us, in the same namespace.
-            let (register, registerOutput) = try python(Self.registerScript, in: network.a, "3")
-            let (browse, browseOutput) = try python(Self.browseScript, in: network.a, "3")
+            let (register, registerOutput) = try python(Self.registerScript, in: network.a, "8")
+            let (browse, browseOutput) = try python(Self.browseScript, in: network.a, "8")
             let responder = MDNSResponder(instanceName: "Same Host", port: 7000, transport: transport)
             _ = try await responder.start().get()
             let recorder = EventRecorder()
