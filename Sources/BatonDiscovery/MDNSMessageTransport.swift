@@ -14,6 +14,15 @@ package protocol MDNSMessageTransport: AnyObject, Sendable {
     /// single packet).
     @discardableResult
     func send(_ message: DNSMessage, to destination: MDNSDestination) -> EventLoopFuture<Void>
+    /// Multicasts `message`, a query, on every interface in use from a socket of its own on an
+    /// ephemeral port: a one-shot "legacy unicast" query (RFC 6762 §5.1), which responders answer
+    /// at once by unicast to that port (§6.7). `onResponse` gets each response carrying the
+    /// query's ID that arrives within `duration`; then the socket closes, and the future succeeds.
+    @discardableResult
+    func sendOneShotQuery(
+        _ message: DNSMessage, listeningFor duration: TimeAmount,
+        onResponse: @escaping (MDNSReceivedMessage) -> Void
+    ) -> EventLoopFuture<Void>
     /// Calls `listener` for every event from now on, until ``removeListener(_:)``.
     func addListener(_ listener: @escaping (MDNSTransportEvent) -> Void) -> MDNSListenerID
     /// Stops calling the listener; unknown IDs are ignored.

@@ -1,6 +1,7 @@
 import NIOCore
 
-/// A DNS message that arrived on port 5353 and parsed, with where it came from.
+/// A DNS message that arrived on port 5353, or as a reply to a one-shot query on that query's
+/// port, and parsed, with where it came from.
 package struct MDNSReceivedMessage: Sendable {
     /// The message.
     package var message: DNSMessage

@@ -17,6 +17,10 @@ import Darwin
 /// ourselves (the responder and browser tell their own records apart). Multicast goes out with
 /// TTL / hop limit 255 (RFC 6762 §11).
 ///
+/// A one-shot query (``sendOneShotQuery(_:listeningFor:onResponse:)``) goes out from a socket of
+/// its own on an ephemeral port, so that its unicast replies reach us: a reply to port 5353
+/// would go to whichever of the host's port-5353 sockets the system picks.
+///
 /// The interfaces are looked at again every ``Configuration/interfaceRescanInterval``: new ones
 /// are joined and gone ones left, and the responder and browser are told. Packets that are not
 /// DNS are dropped and counted in ``statistics``.
@@ -47,6 +51,8 @@ public final class MDNSTransport: MDNSMessageTransport, @unchecked Sendable {
     private var writing = false
     private var draining = false
     private var closed = false
+    /// The sockets of one-shot queries still listening for replies, closed with the transport.
+    private var oneShotChannels: [ObjectIdentifier: any Channel] = [:]
 
     /// The largest datagram read whole; RFC 6762 §17 caps mDNS messages at 9000 bytes.
     private static let maximumDatagramSize = 9_216
@@ -61,6 +67,8 @@ public final class MDNSTransport: MDNSMessageTransport, @unchecked Sendable {
         /// Set for multicast: the interface to send it out of.
         var interfaceIndex: Int?
         var promise: EventLoopPromise<Void>
+        /// The socket to send it from, when not the family's port-5353 one.
+        var channel: (any Channel)? = nil
     }
 
     private init(configuration: Configuration, eventLoop: any EventLoop, logger: Logger) {
@@ -114,8 +122,9 @@ public final class MDNSTransport: MDNSMessageTransport, @unchecked Sendable {
             while let item = outgoing.popFirst() {
                 item.promise.succeed()
             }
-            let closing = channels.values.map { $0.close() }
+            let closing = (Array(channels.values) + oneShotChannels.values).map { $0.close() }
             channels = [:]
+            oneShotChannels = [:]
             return EventLoopFuture.andAllComplete(closing, on: eventLoop)
         }
     }
@@ -150,6 +159,64 @@ public final class MDNSTransport: MDNSMessageTransport, @unchecked Sendable {
         }
         drain()
         return EventLoopFuture.andAllComplete(futures, on: eventLoop)
+    }
+
+    @discardableResult
+    package func sendOneShotQuery(
+        _ message: DNSMessage, listeningFor duration: TimeAmount,
+        onResponse: @escaping (MDNSReceivedMessage) -> Void
+    ) -> EventLoopFuture<Void> {
+        eventLoop.assertInEventLoop()
+        guard !closed else { return eventLoop.makeSucceededVoidFuture() }
+        let data = message.serialized()
+        let id = message.id
+        // A socket per family in use, bound here on the loop's thread (and so in its network
+        // namespace). One that cannot be bound is done without: this query only speeds things up.
+        let families = MDNSAddressFamily.allCases.filter { channels[$0] != nil }
+        let opening = families.map { family in
+            bindOneShot(family) { [weak self] received in
+                // A reply echoes the query's ID (§6.7); anything else on this port is not ours.
+                guard let self, received.message.isResponse, received.message.id == id else { return }
+                if let index = received.interfaceIndex, found[index] == nil { return }
+                emitOneShot(received, onResponse)
+            }.map { Optional((family, $0)) }.recover { [self] error in
+                logger.debug("mDNS: cannot open a one-shot query socket", metadata: ["family": "\(family)", "error": "\(error)"])
+                return nil
+            }
+        }
+        return EventLoopFuture.whenAllSucceed(opening, on: eventLoop).flatMap { [self] opened in
+            let opened = opened.compactMap { $0 }
+            guard !closed else {
+                return EventLoopFuture.andAllComplete(opened.map { $0.1.close() }, on: eventLoop)
+            }
+            for (family, channel) in opened {
+                oneShotChannels[ObjectIdentifier(channel)] = channel
+                guard let group = groups[family] else { continue }
+                for index in joined[family, default: []].sorted() {
+                    outgoing.append(
+                        Outgoing(
+                            data: data, family: family, address: group, interfaceIndex: index,
+                            promise: eventLoop.makePromise(), channel: channel))
+                }
+            }
+            drain()
+            let done = eventLoop.makePromise(of: Void.self)
+            eventLoop.scheduleTask(in: duration) { [self] in
+                let closing = opened.map { _, channel in
+                    oneShotChannels[ObjectIdentifier(channel)] = nil
+                    return channel.close()
+                }
+                EventLoopFuture.andAllComplete(closing, on: eventLoop).cascade(to: done)
+            }
+            return done.futureResult
+        }
+    }
+
+    /// Hands a one-shot query's reply on, unless the transport has closed meanwhile.
+    private func emitOneShot(_ received: MDNSReceivedMessage, _ onResponse: (MDNSReceivedMessage) -> Void) {
+        count { $0.packetsReceived += 1 }
+        guard !closed else { return }
+        onResponse(received)
     }
 
     package func addListener(_ listener: @escaping (MDNSTransportEvent) -> Void) -> MDNSListenerID {
@@ -265,6 +332,43 @@ public final class MDNSTransport: MDNSMessageTransport, @unchecked Sendable {
         }
     }
 
+    /// A socket of `family` on an ephemeral port, for one one-shot query and its replies: no
+    /// SO_REUSEPORT, as the replies are for us alone, and not joined to the group.
+    private func bindOneShot(
+        _ family: MDNSAddressFamily, onMessage: @escaping (MDNSReceivedMessage) -> Void
+    ) -> EventLoopFuture<any Channel> {
+        var bootstrap = DatagramBootstrap(group: eventLoop)
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: Self.maximumDatagramSize))
+        if family == .ipv6 {
+            bootstrap = bootstrap.channelOption(
+                ChannelOptions.Types.SocketOption(level: .ipv6, name: .ipv6_v6only), value: 1)
+        }
+        // The initializer runs on this loop, the channel's.
+        let onMessage = NIOLoopBound(onMessage, eventLoop: eventLoop)
+        bootstrap = bootstrap.channelInitializer { [self] channel in
+            channel.eventLoop.makeCompletedFuture {
+                let handler = MDNSReceiveHandler(
+                    family: family, logger: logger, onMessage: onMessage.value,
+                    onMalformed: { [weak self] in self?.count { $0.packetsReceived += 1; $0.malformedPackets += 1 } })
+                try channel.pipeline.syncOperations.addHandler(handler)
+            }
+        }
+        let address: SocketAddress
+        do {
+            address = try SocketAddress(ipAddress: family == .ipv4 ? "0.0.0.0" : "::", port: 0)
+        } catch {
+            return eventLoop.makeFailedFuture(error)
+        }
+        return bootstrap.bind(to: address).flatMap { channel in
+            channel.setOption(.receivePacketInfo, value: true).flatMap {
+                Self.setHopLimits(on: channel, family: family)
+            }.flatMapError { error in
+                channel.close(promise: nil)
+                return channel.eventLoop.makeFailedFuture(error)
+            }.map { channel }
+        }
+    }
+
     /// TTL / hop limit 255 for multicast and unicast (RFC 6762 §11), multicast loopback on.
     private static func setHopLimits(on channel: any Channel, family: MDNSAddressFamily) -> EventLoopFuture<Void> {
         guard let provider = channel as? any SocketOptionProvider else {
@@ -316,7 +420,7 @@ public final class MDNSTransport: MDNSMessageTransport, @unchecked Sendable {
         draining = true
         defer { draining = false }
         while !writing, let item = outgoing.popFirst() {
-            guard let channel = channels[item.family] else {
+            guard let channel = item.channel ?? channels[item.family] else {
                 item.promise.succeed()
                 continue
             }

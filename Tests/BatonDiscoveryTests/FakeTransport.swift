@@ -11,10 +11,19 @@ final class FakeTransport: MDNSMessageTransport, @unchecked Sendable {
         var time: NIODeadline
     }
 
+    /// A one-shot query: what was asked, when, and where its replies go while it listens.
+    struct OneShot {
+        var message: DNSMessage
+        var time: NIODeadline
+        var duration: TimeAmount
+        var onResponse: ((MDNSReceivedMessage) -> Void)?
+    }
+
     let loop: EmbeddedEventLoop
     var eventLoop: any EventLoop { loop }
     var interfaces: [MDNSInterface]
     private(set) var sent: [Sent] = []
+    private(set) var oneShots: [OneShot] = []
     private var listeners: [Int: (MDNSTransportEvent) -> Void] = [:]
     private var nextID = 0
     let start: NIODeadline
@@ -34,6 +43,30 @@ final class FakeTransport: MDNSMessageTransport, @unchecked Sendable {
     func send(_ message: DNSMessage, to destination: MDNSDestination) -> EventLoopFuture<Void> {
         sent.append(Sent(message: message, destination: destination, time: loop.now))
         return loop.makeSucceededVoidFuture()
+    }
+
+    func sendOneShotQuery(
+        _ message: DNSMessage, listeningFor duration: TimeAmount, onResponse: @escaping (MDNSReceivedMessage) -> Void
+    ) -> EventLoopFuture<Void> {
+        let index = oneShots.count
+        oneShots.append(OneShot(message: message, time: loop.now, duration: duration, onResponse: onResponse))
+        // Closes when the time is up, as the real one does.
+        return loop.scheduleTask(in: duration) { [self] in oneShots[index].onResponse = nil }.futureResult
+    }
+
+    /// Delivers `message` to the asker of the `index`th one-shot query, if it still listens, as a
+    /// unicast reply from `source` on interface #2 over IPv4. Returns whether it still listened.
+    @discardableResult
+    func replyToOneShot(
+        _ message: DNSMessage, query index: Int = 0, from source: SocketAddress = FakeTransport.peer,
+        interfaceIndex: Int? = 2, family: MDNSAddressFamily = .ipv4
+    ) -> Bool {
+        // The transport hands on only replies echoing the query's ID.
+        guard let onResponse = oneShots[index].onResponse, message.id == oneShots[index].message.id else { return false }
+        onResponse(
+            MDNSReceivedMessage(
+                message: message, source: source, interfaceIndex: interfaceIndex, family: family, wasMulticast: false))
+        return true
     }
 
     func addListener(_ listener: @escaping (MDNSTransportEvent) -> Void) -> MDNSListenerID {

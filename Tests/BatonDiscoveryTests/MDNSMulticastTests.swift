@@ -1,5 +1,6 @@
 import BatonDiscovery
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing
@@ -66,6 +67,41 @@ struct MDNSMulticastTests {
 
             try await earlyBrowser.stop().get()
             try await lateBrowser.stop().get()
+            try await transportA.close().get()
+            try await transportB.close().get()
+            try await groupA.shutdownGracefully()
+            try await groupB.shutdownGracefully()
+        }
+    }
+
+    @Test func aOneShotQueryIsAnsweredByUnicastToItsOwnPortOverBothFamilies() async throws {
+        try await TestNetwork.with { network in
+            let groupA = try await TestNetwork.eventLoopGroup(in: network.a)
+            let groupB = try await TestNetwork.eventLoopGroup(in: network.b)
+            let transportA = try await transport(on: groupA)
+            let transportB = try await transport(on: groupB)
+            let responder = MDNSResponder(instanceName: "Living Room TV", port: 7000, transport: transportA)
+            _ = try await responder.start().get()
+
+            let replies = NIOLockedValueBox<[MDNSReceivedMessage]>([])
+            let query = DNSMessage(id: 0x5eed, questions: [DNSQuestion(name: .batonService, type: .ptr)])
+            // Closes after the window; the future says so.
+            try await transportB.eventLoop.flatSubmit {
+                transportB.sendOneShotQuery(query, listeningFor: .milliseconds(500)) { reply in
+                    replies.withLockedValue { $0.append(reply) }
+                }
+            }.get()
+            let received = replies.withLockedValue { $0 }
+            #expect(Set(received.map(\.family)) == [.ipv4, .ipv6])
+            for reply in received {
+                #expect(reply.message.id == 0x5eed && reply.message.isResponse)
+                #expect(reply.message.questions == query.questions, "the question is repeated (§6.7)")
+                #expect(reply.sourcePort == 5353 && !reply.wasMulticast)
+                #expect(reply.message.answers.map(\.data) == [.ptr(DNSName("Living Room TV._baton._tcp.local."))])
+                #expect((reply.message.answers + reply.message.additionals).allSatisfy { $0.ttl <= 10 && !$0.cacheFlush })
+            }
+
+            try await responder.stop().get()
             try await transportA.close().get()
             try await transportB.close().get()
             try await groupA.shutdownGracefully()
