@@ -11,6 +11,11 @@ import NIOCore
 ///   name, type and class on that interface that was received more than a second earlier
 ///   expire one second later.
 ///
+/// - Legacy unicast replies (§6.7): records from a reply to our one-shot query carry TTLs
+///   capped at 10 seconds, not their real ones. They are only taken when the cache has nothing
+///   for them, so they never cut short what multicast taught us, and are never listed as known
+///   answers, so that the next query has every responder multicast them with their real TTL.
+///
 /// Times come from the caller (the event loop's clock), so tests can run it in virtual time.
 struct MDNSCache {
     /// One cached record.
@@ -26,6 +31,9 @@ struct MDNSCache {
         var jitter: Double
         /// Why the record is on its way out, if a goodbye or cache flush cut its life short.
         var fate: Fate?
+        /// Whether it came from a legacy unicast reply, with a capped TTL, and nothing has
+        /// replaced it since.
+        var isFromLegacyReply = false
 
         /// When the next refresh is due; nil when all are done or the record is going.
         var nextRefresh: NIODeadline? {
@@ -99,13 +107,37 @@ struct MDNSCache {
     ///
     /// `jitter` (0 ... 0.02) is added to each refresh point; give the records of one packet the
     /// same, so that they are refreshed by one query.
+    ///
+    /// `fromLegacyReply` marks a record of a unicast reply to a one-shot query (§6.7): taken only
+    /// if the cache has no entry for it at all, and never as a goodbye or a cache flush. Its TTL
+    /// is at most 10 seconds whatever the real one, so it must not replace a record multicast
+    /// taught us, nor undo a goodbye or a flush.
     @discardableResult
     mutating func insert(
         _ record: DNSResourceRecord, interfaceIndex: Int, at now: NIODeadline,
-        jitter: Double = .random(in: 0...0.02)
+        jitter: Double = .random(in: 0...0.02), fromLegacyReply: Bool = false
     ) -> Bool {
         let nameAndType = NameAndType(name: record.name, type: record.type)
         let key = DataKey(interfaceIndex: interfaceIndex, data: record.data)
+        if fromLegacyReply {
+            guard record.ttl > 0, entries[nameAndType]?[key] == nil else { return false }
+            guard count < capacity else {
+                droppedForCapacity += 1
+                return false
+            }
+            var entry = Entry(
+                record: record, interfaceIndex: interfaceIndex, received: now,
+                expires: now + .seconds(Int64(record.ttl)), jitter: jitter)
+            entry.record.cacheFlush = false
+            entry.isFromLegacyReply = true
+            entries[nameAndType, default: [:]][key] = entry
+            if case .some(let known) = earliest {
+                earliest = .some(known.map { min($0, entry.nextDeadline) } ?? entry.nextDeadline)
+            }
+            count += 1
+            interfaceIndices.insert(interfaceIndex)
+            return true
+        }
         if record.ttl == 0 {
             guard var entry = entries[nameAndType]?[key] else { return false }
             let changed = entry.fate != .goodbye
@@ -165,7 +197,8 @@ struct MDNSCache {
     func knownAnswers(named name: DNSName, type: DNSRecordType, interfaceIndex: Int, at now: NIODeadline)
         -> [DNSResourceRecord]
     {
-        entries(named: name, type: type).filter { $0.interfaceIndex == interfaceIndex && $0.fate == nil }
+        entries(named: name, type: type)
+            .filter { $0.interfaceIndex == interfaceIndex && $0.fate == nil && !$0.isFromLegacyReply }
             .compactMap { entry in
                 let left = entry.remainingTTL(at: now)
                 guard left > entry.record.ttl / 2 else { return nil }

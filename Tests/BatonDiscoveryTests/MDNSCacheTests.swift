@@ -118,3 +118,46 @@ struct MDNSCacheTests {
         #expect(cache.entries(named: host, type: .a).map(\.interfaceIndex) == [3])
     }
 }
+
+@Suite("mDNS cache: records of legacy unicast replies")
+struct MDNSCacheLegacyReplyTests {
+    @Test func aLegacyRecordFillsAGapAndLivesForItsTTL() {
+        var cache = MDNSCache()
+        let added = cache.insert(address(1, ttl: 10, flush: false), interfaceIndex: 2, at: t0, fromLegacyReply: true)
+        #expect(added)
+        #expect(cache.entries(named: host, type: .a).first?.isFromLegacyReply == true)
+        #expect(cache.removeExpired(at: t0 + seconds(9.9)).isEmpty)
+        #expect(cache.removeExpired(at: t0 + .seconds(10)).map(\.1) == [.expired])
+    }
+
+    @Test func aLegacyRecordNeverReplacesOneMulticastTaughtUs() {
+        var cache = MDNSCache()
+        cache.insert(address(1), interfaceIndex: 2, at: t0, jitter: 0)
+        let changed = cache.insert(address(1, ttl: 10, flush: false), interfaceIndex: 2, at: t0 + .seconds(1), fromLegacyReply: true)
+        #expect(!changed)
+        #expect(cache.entries(named: host, type: .a).first?.expires == t0 + .seconds(120))
+        #expect(cache.entries(named: host, type: .a).first?.isFromLegacyReply == false)
+    }
+
+    @Test func multicastReplacesALegacyRecord() {
+        var cache = MDNSCache()
+        cache.insert(address(1, ttl: 10, flush: false), interfaceIndex: 2, at: t0, fromLegacyReply: true)
+        let changed = cache.insert(address(1), interfaceIndex: 2, at: t0 + .seconds(1))
+        #expect(!changed, "the same record: no visible change")
+        #expect(cache.entries(named: host, type: .a).first?.isFromLegacyReply == false)
+        #expect(cache.entries(named: host, type: .a).first?.expires == t0 + .seconds(121))
+    }
+
+    @Test func aLegacyRecordIsNoGoodbyeNorCacheFlushNorAKnownAnswer() {
+        var cache = MDNSCache()
+        cache.insert(address(1), interfaceIndex: 2, at: t0)
+        let saidGoodbye = cache.insert(
+            address(1, ttl: 0, flush: false), interfaceIndex: 2, at: t0 + .seconds(5), fromLegacyReply: true)
+        #expect(!saidGoodbye)
+        // The cache-flush bit a legacy reply must not carry (§6.7) is ignored if it does.
+        cache.insert(address(2, ttl: 10, flush: true), interfaceIndex: 2, at: t0 + .seconds(5), fromLegacyReply: true)
+        #expect(cache.entries(named: host, type: .a).allSatisfy { $0.fate == nil })
+        let known = cache.knownAnswers(named: host, type: .a, interfaceIndex: 2, at: t0 + .seconds(6))
+        #expect(known.map(\.data) == [.a([10, 0, 0, 1])])
+    }
+}
