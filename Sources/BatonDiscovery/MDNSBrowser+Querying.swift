@@ -18,6 +18,28 @@ extension MDNSBrowser {
         }
     }
 
+    /// Sends the one-shot query (RFC 6762 §5.1): the PTR question, from an ephemeral port, with a
+    /// random ID, on every interface. Its replies are cached as hints (see ``MDNSCache``): they
+    /// carry TTLs of at most 10 seconds (§6.7), so they never replace what multicast says, and
+    /// the periodic queries, which do not list them as known answers, have them multicast with
+    /// their real TTLs.
+    func sendLegacyQuery() {
+        guard timing.legacyQueryWindow > .zero else { return }
+        let query = DNSMessage(id: .random(in: 1 ... .max), questions: [DNSQuestion(name: serviceType, type: .ptr)])
+        transport.sendOneShotQuery(query, listeningFor: timing.legacyQueryWindow) { [weak self] received in
+            self?.handleLegacyReply(received)
+        }
+    }
+
+    /// A reply to the one-shot query: a response from port 5353 (RFC 6762 §6), with opcode and
+    /// rcode 0 (§18).
+    private func handleLegacyReply(_ received: MDNSReceivedMessage) {
+        let message = received.message
+        guard running, message.isResponse, message.opcode == 0, message.responseCode == 0,
+              received.sourcePort == 5353 else { return }
+        handleResponse(received, fromLegacyReply: true)
+    }
+
     /// Schedules the next periodic query, the interval doubling after each up to the maximum.
     func scheduleNextQuery(after delay: TimeAmount) {
         queryTask?.cancel()

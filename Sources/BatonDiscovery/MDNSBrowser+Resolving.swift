@@ -2,8 +2,9 @@ import NIOCore
 
 extension MDNSBrowser {
     /// Caches what a response says about our service type, whoever asked for it: PTR records
-    /// of the type, SRV and TXT of its instances, and the addresses of their hosts.
-    func handleResponse(_ received: MDNSReceivedMessage) {
+    /// of the type, SRV and TXT of its instances, and the addresses of their hosts. A reply to
+    /// our one-shot query is `fromLegacyReply`: its records only fill gaps in the cache.
+    func handleResponse(_ received: MDNSReceivedMessage, fromLegacyReply: Bool = false) {
         let now = eventLoop.now
         let interfaceIndex = received.interfaceIndex ?? 0
         let records = received.message.answers + received.message.additionals
@@ -20,7 +21,7 @@ extension MDNSBrowser {
             default:
                 continue
             }
-            cache.insert(record, interfaceIndex: interfaceIndex, at: now, jitter: jitter)
+            cache.insert(record, interfaceIndex: interfaceIndex, at: now, jitter: jitter, fromLegacyReply: fromLegacyReply)
         }
         // Addresses after the SRV records, which may be in the same packet.
         let addresses = records.filter { $0.recordClass == .internet && ($0.type == .a || $0.type == .aaaa) }
@@ -34,7 +35,8 @@ extension MDNSBrowser {
                     reportedOwners = Dictionary(grouping: reported.keys) { reported[$0]!.hostName }
                 }
                 guard let instances = owners[record.name] ?? reportedOwners?[record.name] else { continue }
-                cache.insert(record, interfaceIndex: interfaceIndex, at: now, jitter: jitter)
+                cache.insert(
+                    record, interfaceIndex: interfaceIndex, at: now, jitter: jitter, fromLegacyReply: fromLegacyReply)
                 affected.formUnion(instances)
             }
         }

@@ -16,6 +16,11 @@ extension MDNSBrowser {
         public var enumerationQuietPeriod: TimeAmount = .milliseconds(100)
         /// ...or at the latest this long after the first query.
         public var enumerationMaximum: TimeAmount = .seconds(1)
+        /// How long the one-shot query sent at the start (RFC 6762 §5.1) listens for unicast
+        /// replies before its socket closes; zero sends none. Responders answer it at once
+        /// (§6.7), while their multicast answer to the first query may be up to a second late
+        /// when they multicast the records shortly before (§6).
+        public var legacyQueryWindow: TimeAmount = .seconds(1)
         /// How long after learning of an instance a query for what its answer left out (SRV,
         /// TXT, addresses) goes out: answers usually carry it all, sometimes in a second packet.
         public var resolveDelay: TimeAmount = .milliseconds(20)

@@ -7,7 +7,11 @@ import NIOCore
 ///
 /// ``start()`` multicasts the first PTR query at once, then again after 1, 2, 4 ... seconds up to
 /// an hour (RFC 6762 §5.2), each listing the instances already known so that they do not answer
-/// again (§7.1). Every response heard is used, whoever asked. For each instance it gets the SRV,
+/// again (§7.1). Every response heard is used, whoever asked. With the first query goes a
+/// one-shot query from an ephemeral port (§5.1), which responders answer at once by unicast
+/// (§6.7) even when they multicast the records less than a second ago and so must wait to
+/// multicast them again (§6): without it, a listing right after another querier's would miss
+/// them. For each instance it gets the SRV,
 /// TXT and the target host's addresses, asking for what an answer left out, and keeps them in a
 /// cache that asks again before TTLs run out (§5.2) and honours goodbyes and the cache-flush bit
 /// (§10).
@@ -100,6 +104,7 @@ public final class MDNSBrowser: @unchecked Sendable {
             listenerID = transport.addListener { [weak self] event in self?.handle(event) }
             firstQueryAt = eventLoop.now
             sendQuery(on: nil)
+            sendLegacyQuery()
             scheduleNextQuery(after: timing.initialQueryInterval)
             scheduleEnumerationCheck(at: eventLoop.now + timing.enumerationMinimum)
         }

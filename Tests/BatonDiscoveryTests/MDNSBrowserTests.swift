@@ -311,3 +311,155 @@ struct MDNSBrowserTests {
         #expect(transport.listenerCount == 0)
     }
 }
+
+/// A legacy unicast reply (RFC 6762 §6.7) to `query`: its ID and question, TTLs capped at 10 s
+/// and no cache-flush bits.
+private func legacyReply(to query: DNSMessage, _ answers: [DNSResourceRecord], additionals: [DNSResourceRecord] = [])
+    -> DNSMessage
+{
+    func capped(_ record: DNSResourceRecord) -> DNSResourceRecord {
+        var record = record
+        record.ttl = min(record.ttl, 10)
+        record.cacheFlush = false
+        return record
+    }
+    return DNSMessage(
+        id: query.id, isResponse: true, isAuthoritative: true, questions: query.questions,
+        answers: answers.map(capped), additionals: additionals.map(capped))
+}
+
+private extension [MDNSBrowser.Event] {
+    var removals: [MDNSBrowser.Event] { filter { if case .removed = $0 { true } else { false } } }
+}
+
+@Suite("mDNS browser: the one-shot query at the start")
+struct MDNSBrowserOneShotQueryTests {
+    @Test func startSendsOneOneShotPTRQueryWithAnIDListeningForTheWindow() throws {
+        let transport = FakeTransport()
+        _ = startBrowser(transport)
+        transport.advance(60_000)
+        #expect(transport.oneShots.count == 1)
+        let oneShot = try #require(transport.oneShots.first)
+        #expect(oneShot.time == transport.start)
+        #expect(oneShot.duration == MDNSBrowser.Timing().legacyQueryWindow)
+        #expect(!oneShot.message.isResponse)
+        #expect(oneShot.message.id != 0, "a unicast DNS reply is matched by its ID")
+        #expect(oneShot.message.questions == [DNSQuestion(name: .batonService, type: .ptr)])
+        #expect(oneShot.message.answers.isEmpty)
+    }
+
+    @Test func noOneShotQueryWhenItsWindowIsZero() {
+        let transport = FakeTransport()
+        var timing = MDNSBrowser.Timing()
+        timing.legacyQueryWindow = .zero
+        let browser = MDNSBrowser(messageTransport: transport, timing: timing)
+        browser.start()
+        transport.loop.run()
+        #expect(transport.oneShots.isEmpty)
+        #expect(transport.sentTimes == [0])
+    }
+
+    @Test func aLegacyReplyAddsTheInstanceBeforeEnumerationCompletes() throws {
+        let transport = FakeTransport()
+        let (browser, recorder) = startBrowser(transport)
+        let query = try #require(transport.oneShots.first?.message)
+        transport.advance(5)
+        #expect(transport.replyToOneShot(legacyReply(to: query, [ptr()], additionals: [srv(), txt(), a()])))
+        transport.advance(1_000)
+        let events = recorder.take()
+        #expect(events.count == 2)
+        #expect(events.first?.added?.instanceName == "Kitchen")
+        #expect(events.first?.added?.port == 7000)
+        #expect(events.last == .enumerationCompleted)
+        #expect(browser.services["Kitchen"] != nil)
+    }
+
+    @Test func aLegacyReplyFromAPortOtherThan5353IsIgnored() throws {
+        let transport = FakeTransport()
+        let (_, recorder) = startBrowser(transport)
+        let query = try #require(transport.oneShots.first?.message)
+        let elsewhere = try SocketAddress(ipAddress: "192.168.1.99", port: 40_000)
+        transport.replyToOneShot(legacyReply(to: query, [ptr()], additionals: [srv(), txt(), a()]), from: elsewhere)
+        transport.advance(1_000)
+        #expect(recorder.take() == [.enumerationCompleted])
+    }
+
+    @Test func aLegacyReplyDoesNotShortenWhatMulticastSaid() throws {
+        let transport = FakeTransport()
+        let (browser, recorder) = startBrowser(transport)
+        let query = try #require(transport.oneShots.first?.message)
+        transport.deliver(response([ptr()], additionals: [srv(), txt(), a()]))
+        transport.replyToOneShot(legacyReply(to: query, [ptr()], additionals: [srv(), txt(), a()]))
+        transport.clearSent()
+        transport.advance(60_000)
+        #expect(recorder.take().removals.isEmpty)
+        #expect(browser.services["Kitchen"] != nil)
+        // Nothing was asked again early, as if the records had 10 seconds to live.
+        #expect(transport.sent.allSatisfy { $0.message.questions == [DNSQuestion(name: .batonService, type: .ptr)] })
+    }
+
+    @Test func whatOnlyALegacyReplySaidIsNotAKnownAnswerSoTheNextQueryHasItMulticast() throws {
+        let transport = FakeTransport()
+        let (browser, recorder) = startBrowser(transport)
+        let query = try #require(transport.oneShots.first?.message)
+        transport.replyToOneShot(legacyReply(to: query, [ptr()], additionals: [srv(), txt(), a()]))
+        transport.clearSent()
+        transport.advance(1_000)
+        let second = try #require(transport.sent.last?.message)
+        #expect(second.questions == [DNSQuestion(name: .batonService, type: .ptr)])
+        #expect(second.answers.isEmpty)
+        // The multicast answer, real TTLs and all, takes over: no removal when 10 s are up.
+        transport.advance(100)
+        transport.deliver(response([ptr()], additionals: [srv(), txt(), a()]))
+        transport.advance(60_000)
+        let events = recorder.take()
+        #expect(events.removals.isEmpty)
+        #expect(events.filter { if case .updated = $0 { true } else { false } }.isEmpty)
+        #expect(browser.services["Kitchen"] != nil)
+        // Once multicast confirmed it, the PTR is a known answer again.
+        #expect(transport.sent.last?.message.answers.map(\.data) == [.ptr(instance)])
+    }
+
+    @Test func whatOnlyALegacyReplySaidIsAskedForBeforeItsTenSecondsRunOut() throws {
+        let transport = FakeTransport()
+        var timing = MDNSBrowser.Timing()
+        timing.initialQueryInterval = .seconds(60)  // so that only the cache's refreshes ask
+        let recorder = EventRecorder()
+        let browser = MDNSBrowser(messageTransport: transport, timing: timing, onEvent: { recorder.record($0) })
+        browser.start()
+        transport.loop.run()
+        let query = try #require(transport.oneShots.first?.message)
+        transport.replyToOneShot(legacyReply(to: query, [ptr()], additionals: [srv(), txt(), a()]))
+        transport.clearSent()
+        transport.advance(8_300)
+        let refresh = Set(transport.sent.flatMap(\.message.questions).map(\.type))
+        #expect(refresh == [.ptr, .srv, .txt, .a])
+        #expect(transport.sent.allSatisfy { $0.destination == .multicast(interfaceIndex: 2, family: nil) })
+        transport.deliver(response([ptr()], additionals: [srv(), txt(), a()]))
+        transport.advance(30_000)
+        #expect(recorder.take().removals.isEmpty)
+    }
+
+    @Test func aGoodbyeInALegacyReplyIsIgnored() throws {
+        let transport = FakeTransport()
+        let (browser, recorder) = startBrowser(transport)
+        let query = try #require(transport.oneShots.first?.message)
+        transport.deliver(response([ptr()], additionals: [srv(), txt(), a()]))
+        transport.replyToOneShot(legacyReply(to: query, [ptr(ttl: 0)]))
+        transport.advance(5_000)
+        #expect(recorder.take().removals.isEmpty)
+        #expect(browser.services["Kitchen"] != nil)
+    }
+
+    @Test func repliesAfterTheWindowOrWithAnotherIDAreNotHandedOn() throws {
+        let transport = FakeTransport()
+        let (_, recorder) = startBrowser(transport)
+        let query = try #require(transport.oneShots.first?.message)
+        var other = legacyReply(to: query, [ptr()], additionals: [srv(), txt(), a()])
+        other.id &+= 1
+        #expect(!transport.replyToOneShot(other))
+        transport.advance(1_000)
+        #expect(!transport.replyToOneShot(legacyReply(to: query, [ptr()], additionals: [srv(), txt(), a()])))
+        #expect(recorder.take() == [.enumerationCompleted])
+    }
+}

@@ -42,6 +42,8 @@ struct MDNSZeroconfInteropTests {
             addresses=[socket.inet_aton("10.77.0.2")], port=7100, properties={"id": "py-1"}, server="pybox.local.")
         zc.register_service(info)
         print("REGISTERED", flush=True)
+        # argv[2], if given: a file to make once registered.
+        if len(sys.argv) > 2: open(sys.argv[2], "w").close()
         time.sleep(float(sys.argv[1]))
         zc.unregister_service(info)
         zc.close()
@@ -115,6 +117,76 @@ struct MDNSZeroconfInteropTests {
             try await group.shutdownGracefully()
         }
     }
+    /// python-zeroconf multicasts a record at most once a second (RFC 6762 §6): a query less than
+    /// a second after it multicast the PTR gets its answer a second later, after a listing's
+    /// window has closed. The one-shot query is answered at once by unicast (§6.7), so the
+    /// listing has it.
+    @Test func aBrowserFindsAZeroconfServiceWithinItsWindowRightAfterAnotherQuerier() async throws {
+        try await TestNetwork.with { network in
+            let group = try await TestNetwork.eventLoopGroup(in: network.a)
+            let loop = group.next()
+            let other = try await MDNSTransport.start(on: loop).get()
+            let transport = try await MDNSTransport.start(on: loop).get()
+            let flag = FileManager.default.temporaryDirectory.appendingPathComponent("baton-zc-\(UUID().uuidString)").path
+            defer { try? FileManager.default.removeItem(atPath: flag) }
+            let (process, pipe) = try python(Self.registerScript, in: network.b, "20", flag)
+            // Its announcements are over once it says it registered.
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !FileManager.default.fileExists(atPath: flag), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+
+            // The other querier: multicast queries from port 5353 until zeroconf multicasts the
+            // PTR, which it then will not multicast again for a second.
+            let instance = DNSName("Python Box._baton._tcp.local.")
+            let multicast = loop.makePromise(of: Void.self)
+            let querying = try await loop.submit {
+                var seen = false
+                _ = other.addListener { event in
+                    guard !seen, case .message(let received) = event, received.message.isResponse,
+                          (received.message.answers + received.message.additionals).contains(where: {
+                              $0.name == .batonService && $0.data == .ptr(instance) && $0.ttl > 0
+                          }) else { return }
+                    seen = true
+                    multicast.succeed()
+                }
+                return loop.scheduleRepeatedTask(initialDelay: .zero, delay: .milliseconds(500)) { _ in
+                    for interface in other.interfaces {
+                        other.send(
+                            DNSMessage(questions: [DNSQuestion(name: .batonService, type: .ptr)]),
+                            to: .multicast(interfaceIndex: interface.index, family: .ipv4))
+                    }
+                }
+            }.get()
+            try await multicast.futureResult.get()
+            // zeroconf reckons the second from when it hears its own answer back, which python
+            // may take a moment to get to: a query before that would be answered at once.
+            try await Task.sleep(for: .milliseconds(200))
+            let recorder = EventRecorder()
+            let browser = MDNSBrowser(transport: transport, onEvent: { recorder.record($0) })
+            browser.start()
+            querying.cancel()
+            _ = try await recorder.waitFor { $0 == .enumerationCompleted }
+            let events = recorder.events
+            let added = events.firstIndex { $0.added?.instanceName == "Python Box" }
+            let completed = events.firstIndex(of: .enumerationCompleted)
+            #expect(added.map { $0 < completed! } == true, "added before enumeration completed: \(events)")
+            if let added {
+                let service = try #require(events[added].added)
+                #expect(service.port == 7100 && service.txtValue("id") == "py-1")
+                #expect(service.addresses.map(\.bytes) == [[10, 77, 0, 2]])
+            }
+            // SIGKILL, as SIGTERM (Process.terminate) left it running to the end here.
+            kill(process.processIdentifier, SIGKILL)
+            _ = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            try await browser.stop().get()
+            try await other.close().get()
+            try await transport.close().get()
+            try await group.shutdownGracefully()
+        }
+    }
+
     @Test func onOneHostBatonAndZeroconfSharePort5353() async throws {
         try await TestNetwork.with { network in
             let group = try await TestNetwork.eventLoopGroup(in: network.a)
