@@ -26,22 +26,15 @@ enum MDNSFixtures {
 
     /// Runs `baton devices --json ARGS` in `namespace` until it lists exactly the devices `ids`
     /// (a run on a busy machine may end its query window before a slow answer is in; a user
-    /// would look again), at most five times, `pause` seconds apart; the devices of the last
-    /// run, by id. A different list every time fails the test.
-    ///
-    /// A pause of two seconds or so is needed when python-zeroconf answers: it multicasts a
-    /// record at most once a second (RFC 6762 §6), so right after its announcements or an
-    /// answer to another query its answer comes up to a second late, after `baton devices` has
-    /// ended its query window (250 ms to 1 s); and a query that comes less than a second after
-    /// that late answer is put off again.
+    /// would look again), at most five times; the devices of the last run, by id. A different
+    /// list every time fails the test.
     @discardableResult
     static func devices(
         _ pair: NamespacePair, in namespace: String, _ arguments: [String] = [], expecting ids: Set<String>,
-        pause: Double = 0, sourceLocation: SourceLocation = #_sourceLocation
+        sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> [String: JSON] {
         var last: (CLIResult, [String: JSON])?
-        for attempt in 0..<5 {
-            if attempt > 0, pause > 0 { try await Task.sleep(for: .milliseconds(Int(pause * 1000))) }
+        for _ in 0..<5 {
             let result = try await pair.baton(in: namespace, ["devices", "--json"] + arguments, sourceLocation: sourceLocation)
             guard result.code == 0, case .array(let list)? = try? JSON.parse(result.stdout) else {
                 Issue.record("baton devices --json \(arguments.joined(separator: " ")) failed:\n\(result)", sourceLocation: sourceLocation)
@@ -207,11 +200,10 @@ struct MDNSDiscoveryTests {
             try await MDNSFixtures.devices(pair, in: pair.a, ["--transport", "cloud"], expecting: [])
             try await MDNSFixtures.devices(pair, in: pair.a, ["--transport", "any", "--status", "any"], expecting: mine)
             try await MDNSFixtures.devices(pair, in: pair.a, ["--authorization", "same_account"], expecting: mine)
-            // (Other Account TV is python-zeroconf's, which answers at most once a second.)
-            let anonymous = try await MDNSFixtures.devices(pair, in: pair.a, ["--authorization", "anonymous"], expecting: Set(all), pause: 2.5)
+            let anonymous = try await MDNSFixtures.devices(pair, in: pair.a, ["--authorization", "anonymous"], expecting: Set(all))
             #expect(anonymous["other-account-tv"]?["account"] == .string("someone-else"))
             #expect(anonymous["other-account-tv"]?["address"] == .string(phone.address))
-            try await MDNSFixtures.devices(pair, in: pair.a, ["--authorization", "anonymous", "--kind", "tv"], expecting: [tv.id, "other-account-tv"], pause: 2.5)
+            try await MDNSFixtures.devices(pair, in: pair.a, ["--authorization", "anonymous", "--kind", "tv"], expecting: [tv.id, "other-account-tv"])
             try await MDNSFixtures.devices(pair, in: pair.a, ["--authorization", "anonymous", "--kind", "tv", "--transport", "cloud"], expecting: [])
             #expect(tvs.events().allSatisfy { $0.id == nil || $0.id == tv.id }, "\(tvs.transcript)")
 
