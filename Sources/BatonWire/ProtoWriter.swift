@@ -154,6 +154,22 @@ struct ProtoWriter: ~Copyable {
         let lengthAt = count
         count += 1
         message.encode(to: &self)
+        return finishLengthPrefix(at: lengthAt)
+    }
+
+    /// As ``lengthPrefixed(_:)-(M)``, for the fields `body` writes.
+    @discardableResult
+    mutating func lengthPrefixed(_ body: (inout ProtoWriter) -> Void) -> Int {
+        reserve(1)
+        let lengthAt = count
+        count += 1
+        body(&self)
+        return finishLengthPrefix(at: lengthAt)
+    }
+
+    /// Writes the length of what follows the byte kept at `lengthAt` there, moving it along if
+    /// the length needs more than that byte; returns the length.
+    private mutating func finishLengthPrefix(at lengthAt: Int) -> Int {
         let start = lengthAt + 1
         let length = count - start
         if length < 0x80 {
