@@ -161,29 +161,45 @@ public final class Agent: @unchecked Sendable {
         let promise = loop.makePromise(of: ServiceReply.self)
         // Connections live on the runtime's loop, so the usual call needs no hop.
         if loop.inEventLoop {
-            serveOnLoop(app: id, service: service, message: message, pushConnection: pushConnection, promise: promise)
+            serveOnLoop(app: id, service: service, taskName: Self.providerTaskName(app: id, service: service), message: message,
+                        pushConnection: pushConnection, reply: promise.succeed)
         } else {
             loop.execute { [self] in
-                serveOnLoop(app: id, service: service, message: message, pushConnection: pushConnection, promise: promise)
+                serveOnLoop(app: id, service: service, taskName: Self.providerTaskName(app: id, service: service), message: message,
+                            pushConnection: pushConnection, reply: promise.succeed)
             }
         }
         return promise.futureResult
     }
 
+    /// As ``serve(app:service:message:pushConnection:)`` for a channel of a connection, on the
+    /// loop, `reply` told the answer (at once or later) rather than a future.
+    func serve(channel: AgentConnection.ServiceChannel, message: ValueDictionary, reply: @escaping (ServiceReply) -> Void) {
+        let object = channel.object
+        serveOnLoop(app: channel.app, service: channel.service, taskName: channel.taskName, message: message, pushConnection: { [runtime] lua in
+            runtime.push(object, on: lua)
+        }, reply: reply)
+    }
+
+    /// How reports name a provider's task.
+    static func providerTaskName(app id: String, service: String) -> String {
+        "service \(service) of \(id)"
+    }
+
     private func serveOnLoop(
-        app id: String, service: String, message: ValueDictionary, pushConnection: @escaping @Sendable (LuaState) -> Void,
-        promise: EventLoopPromise<ServiceReply>
+        app id: String, service: String, taskName: String, message: ValueDictionary, pushConnection: (LuaState) -> Void,
+        reply: @escaping (ServiceReply) -> Void
     ) {
         guard let provider = configuration.app(id)?.services[service] else {
-            return promise.succeed(ServiceReply(status: .unknown, detail: "\(id) has no service \(service)"))
+            return reply(ServiceReply(status: .unknown, detail: "\(id) has no service \(service)"))
         }
-        runtime.startTask(function: provider, name: "service \(service) of \(id)", arguments: { [runtime] lua in
+        runtime.startTask(function: provider, name: taskName, arguments: { [runtime] lua in
             runtime.push(.dictionary(message), on: lua)
             pushConnection(lua)
             return 2
         }) { [runtime] result in
-            let reply = runtime.serviceReply(from: result, handler: "the provider of \(service)")
-            promise.succeed(ServiceReply(status: reply.status, message: reply.message ?? [:], detail: reply.detail))
+            let answer = runtime.serviceReply(from: result, handler: "the provider of \(service)")
+            reply(ServiceReply(status: answer.status, message: answer.message ?? [:], detail: answer.detail))
         }
     }
 }

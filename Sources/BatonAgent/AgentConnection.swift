@@ -19,6 +19,15 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         let service: String
         /// The `conn` table providers receive.
         let object: LuaReference
+        /// How reports name the provider's tasks (built once, not per request).
+        let taskName: String
+
+        init(app: String, service: String, object: LuaReference) {
+            self.app = app
+            self.service = service
+            self.object = object
+            self.taskName = Agent.providerTaskName(app: app, service: service)
+        }
     }
 
     init(agent: Agent, number: Int, connection: PeerConnection) {
@@ -80,30 +89,18 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         })
     }
 
-    func connection(_ connection: PeerConnection, request: Baton_V1_ServiceRequest) -> EventLoopFuture<Baton_V1_ServiceResponse> {
-        let respond: @Sendable (ServiceReply) -> Baton_V1_ServiceResponse = { reply in
-            .with {
-                $0.channelID = request.channelID
-                $0.requestID = request.requestID
-                $0.status = Baton_V1_ResponseStatus(reply.status)
-                if reply.status == .success { $0.message = Baton_V1_Dictionary(reply.message) }
-                $0.detail = reply.detail
-            }
-        }
+    func connection(_ connection: PeerConnection, request: ServiceRequestFrame, responder: ServiceResponder) {
         guard let channel = channels[request.channelID] else {
-            return connection.eventLoop.makeSucceededFuture(respond(ServiceReply(status: .appServiceConnectionClosed)))
+            return responder.respond(.appServiceConnectionClosed)
         }
         let message: ValueDictionary
-        do {
-            message = try ValueDictionary(wire: request.message)
-        } catch {
-            return connection.eventLoop.makeSucceededFuture(respond(ServiceReply(status: .failure, detail: "bad message: \(error)")))
+        switch request.message {
+        case .success(let converted): message = converted
+        case .failure(let error): return responder.respond(.failure, detail: "bad message: \(error)")
         }
-        let runtime = agent.runtime
-        let object = channel.object
-        return agent.serve(app: channel.app, service: channel.service, message: message) { lua in
-            runtime.push(object, on: lua)
-        }.map(respond)
+        agent.serve(channel: channel, message: message) { reply in
+            responder.respond(reply.status, message: reply.message, detail: reply.detail)
+        }
     }
 
     func connection(_ connection: PeerConnection, channelClosed channelID: UInt64, status: Baton_V1_ClosedStatus) {
