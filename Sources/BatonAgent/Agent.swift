@@ -161,11 +161,13 @@ public final class Agent: @unchecked Sendable {
         let promise = loop.makePromise(of: ServiceReply.self)
         // Connections live on the runtime's loop, so the usual call needs no hop.
         if loop.inEventLoop {
-            serveOnLoop(app: id, service: service, taskName: Self.providerTaskName(app: id, service: service), message: message,
+            serveOnLoop(app: id, service: service, provider: configuration.app(id)?.services[service],
+                        taskName: Self.providerTaskName(app: id, service: service), message: message,
                         pushConnection: pushConnection, reply: promise.succeed)
         } else {
             loop.execute { [self] in
-                serveOnLoop(app: id, service: service, taskName: Self.providerTaskName(app: id, service: service), message: message,
+                serveOnLoop(app: id, service: service, provider: configuration.app(id)?.services[service],
+                            taskName: Self.providerTaskName(app: id, service: service), message: message,
                             pushConnection: pushConnection, reply: promise.succeed)
             }
         }
@@ -176,7 +178,8 @@ public final class Agent: @unchecked Sendable {
     /// loop, `reply` told the answer (at once or later) rather than a future.
     func serve(channel: AgentConnection.ServiceChannel, message: ValueDictionary, reply: @escaping (ServiceReply) -> Void) {
         let object = channel.object
-        serveOnLoop(app: channel.app, service: channel.service, taskName: channel.taskName, message: message, pushConnection: { [runtime] lua in
+        serveOnLoop(app: channel.app, service: channel.service, provider: channel.provider, taskName: channel.taskName,
+                    message: message, pushConnection: { [runtime] lua in
             runtime.push(object, on: lua)
         }, reply: reply)
     }
@@ -187,10 +190,10 @@ public final class Agent: @unchecked Sendable {
     }
 
     private func serveOnLoop(
-        app id: String, service: String, taskName: String, message: ValueDictionary, pushConnection: (LuaState) -> Void,
-        reply: @escaping (ServiceReply) -> Void
+        app id: String, service: String, provider: LuaReference?, taskName: String, message: ValueDictionary,
+        pushConnection: (LuaState) -> Void, reply: @escaping (ServiceReply) -> Void
     ) {
-        guard let provider = configuration.app(id)?.services[service] else {
+        guard let provider else {
             return reply(ServiceReply(status: .unknown, detail: "\(id) has no service \(service)"))
         }
         runtime.startTask(function: provider, name: taskName, arguments: { [runtime] lua in

@@ -19,13 +19,16 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         let service: String
         /// The `conn` table providers receive.
         let object: LuaReference
-        /// How reports name the provider's tasks (built once, not per request).
+        /// The provider and how reports name its tasks, looked up once, not per request (the
+        /// configured apps do not change once the agent runs).
+        let provider: LuaReference?
         let taskName: String
 
-        init(app: String, service: String, object: LuaReference) {
+        init(app: String, service: String, object: LuaReference, provider: LuaReference?) {
             self.app = app
             self.service = service
             self.object = object
+            self.provider = provider
             self.taskName = Agent.providerTaskName(app: app, service: service)
         }
     }
@@ -80,7 +83,9 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         let (status, detail) = agent.openStatus(app: request.appID, service: request.serviceName)
         if status == .success {
             let object = agent.makeChannelObject(connection: number, channel: request.channelID, app: request.appID, service: request.serviceName)
-            channels[request.channelID] = ServiceChannel(app: request.appID, service: request.serviceName, object: object)
+            channels[request.channelID] = ServiceChannel(
+                app: request.appID, service: request.serviceName, object: object,
+                provider: agent.configuration.app(request.appID)?.services[request.serviceName])
         }
         return connection.eventLoop.makeSucceededFuture(.with {
             $0.requestID = request.requestID

@@ -189,4 +189,31 @@ struct ServiceFrameTests {
         let short = Self.short(payload), general = Self.general(payload)
         #expect(short == general, "\(name)")
     }
+
+    @Test("strings: well-formed UTF-8 is read, anything else (RFC 3629) is a malformed frame")
+    func utf8() throws {
+        let valid: [[UInt8]] = [
+            [0x7F], [0xC2, 0x80], [0xDF, 0xBF], [0xE0, 0xA0, 0x80], [0xED, 0x9F, 0xBF], [0xEE, 0x80, 0x80],
+            [0xEF, 0xBF, 0xBF], [0xF0, 0x90, 0x80, 0x80], [0xF4, 0x8F, 0xBF, 0xBF], Array("abcdefghé".utf8),
+        ]
+        let invalid: [[UInt8]] = [
+            [0x80], [0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF0, 0x80, 0x80, 0x80],
+            [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80], [0xFF], [0xC2], [0xE0, 0xA0], Array("abcdefgh".utf8) + [0xC3],
+        ]
+        for bytes in valid + invalid {
+            let payload = Self.field(1, Self.field(3, bytes))  // Hello.device_name
+            var input = withLengthPrefix(payload)
+            var decoder = FrameDecoder()
+            let event = try? decoder.decode(buffer: &input)
+            if valid.contains(bytes) {
+                guard case .frame(let frame)? = event else {
+                    Issue.record("\(bytes) refused")
+                    continue
+                }
+                #expect(Array(frame.hello.deviceName.utf8) == bytes)
+            } else {
+                #expect(event == nil, "\(bytes) accepted")
+            }
+        }
+    }
 }
