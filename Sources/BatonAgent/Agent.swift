@@ -1,5 +1,6 @@
 import BatonCore
 import BatonLua
+import BatonWire
 import CLuaShim
 import Logging
 import NIOCore
@@ -162,12 +163,14 @@ public final class Agent: @unchecked Sendable {
         // Connections live on the runtime's loop, so the usual call needs no hop.
         if loop.inEventLoop {
             serveOnLoop(app: id, service: service, provider: configuration.app(id)?.services[service],
-                        taskName: Self.providerTaskName(app: id, service: service), message: message,
+                        taskName: Self.providerTaskName(app: id, service: service),
+                        pushMessage: { [runtime] lua in runtime.push(.dictionary(message), on: lua) },
                         pushConnection: pushConnection, reply: promise.succeed)
         } else {
             loop.execute { [self] in
                 serveOnLoop(app: id, service: service, provider: configuration.app(id)?.services[service],
-                            taskName: Self.providerTaskName(app: id, service: service), message: message,
+                            taskName: Self.providerTaskName(app: id, service: service),
+                            pushMessage: { [runtime] lua in runtime.push(.dictionary(message), on: lua) },
                             pushConnection: pushConnection, reply: promise.succeed)
             }
         }
@@ -175,11 +178,17 @@ public final class Agent: @unchecked Sendable {
     }
 
     /// As ``serve(app:service:message:pushConnection:)`` for a channel of a connection, on the
-    /// loop, `reply` told the answer (at once or later) rather than a future.
-    func serve(channel: AgentConnection.ServiceChannel, message: ValueDictionary, reply: @escaping (ServiceReply) -> Void) {
+    /// loop, `reply` told the answer (at once or later) rather than a future. A message still in
+    /// its checked bytes goes straight into a Lua table.
+    func serve(channel: AgentConnection.ServiceChannel, message: ServiceMessage, reply: @escaping (ServiceReply) -> Void) {
         let object = channel.object
         serveOnLoop(app: channel.app, service: channel.service, provider: channel.provider, taskName: channel.taskName,
-                    message: message, pushConnection: { [runtime] lua in
+                    pushMessage: { [runtime] lua in
+                        let pushed = message.withCheckedFields { runtime.pushMessage(checkedFields: $0, on: lua) } ?? nil
+                        if pushed == nil, case .success(let values) = message.values {
+                            runtime.push(.dictionary(values), on: lua)
+                        }
+                    }, pushConnection: { [runtime] lua in
             runtime.push(object, on: lua)
         }, reply: reply)
     }
@@ -190,14 +199,14 @@ public final class Agent: @unchecked Sendable {
     }
 
     private func serveOnLoop(
-        app id: String, service: String, provider: LuaReference?, taskName: String, message: ValueDictionary,
+        app id: String, service: String, provider: LuaReference?, taskName: String, pushMessage: (LuaState) -> Void,
         pushConnection: (LuaState) -> Void, reply: @escaping (ServiceReply) -> Void
     ) {
         guard let provider else {
             return reply(ServiceReply(status: .unknown, detail: "\(id) has no service \(service)"))
         }
-        runtime.startTask(function: provider, name: taskName, arguments: { [runtime] lua in
-            runtime.push(.dictionary(message), on: lua)
+        runtime.startTask(function: provider, name: taskName, arguments: { lua in
+            pushMessage(lua)
             pushConnection(lua)
             return 2
         }) { [runtime] result in

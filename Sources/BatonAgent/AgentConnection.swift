@@ -98,12 +98,10 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         guard let channel = channels[request.channelID] else {
             return responder.respond(.appServiceConnectionClosed)
         }
-        let message: ValueDictionary
-        switch request.message {
-        case .success(let converted): message = converted
-        case .failure(let error): return responder.respond(.failure, detail: "bad message: \(error)")
+        if !request.message.hasCheckedFields, case .failure(let error) = request.message.values {
+            return responder.respond(.failure, detail: "bad message: \(error)")
         }
-        agent.serve(channel: channel, message: message) { reply in
+        agent.serve(channel: channel, message: request.message) { reply in
             responder.respond(reply.status, message: reply.message, detail: reply.detail)
         }
     }

@@ -187,7 +187,7 @@ final class ChannelRouter: PeerConnectionDelegate, @unchecked Sendable {
         guard let channel = channels[request.channelID], let handler = channel.onRequest else {
             return responder.respond(.failure, detail: "the client does not answer requests on this channel")
         }
-        switch request.message {
+        switch request.message.values {
         case .success(let message):
             handler(message).whenComplete { result in
                 switch result {

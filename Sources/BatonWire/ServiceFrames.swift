@@ -6,16 +6,15 @@ import Foundation
 import BatonCore
 import NIOCore
 
-/// A ServiceRequest with its message already converted to Values (or why it breaks the Value
-/// rules): what a connection's delegate is asked.
+/// A ServiceRequest as a connection's delegate is asked it: the ids and the ``ServiceMessage``.
 public struct ServiceRequestFrame: Sendable, Equatable {
     public var channelID: UInt64
     public var requestID: UInt64
-    /// The message; a failure (say, a mixed array) is answered `failure` and the connection
-    /// lives on. An absent message is the empty one.
-    public var message: Result<ValueDictionary, ValueError>
+    /// The message; one that breaks the Value rules (say, a mixed array) is answered `failure`
+    /// and the connection lives on. An absent message is the empty one.
+    public var message: ServiceMessage
 
-    public init(channelID: UInt64, requestID: UInt64, message: Result<ValueDictionary, ValueError>) {
+    public init(channelID: UInt64, requestID: UInt64, message: ServiceMessage) {
         self.channelID = channelID
         self.requestID = requestID
         self.message = message
@@ -23,7 +22,58 @@ public struct ServiceRequestFrame: Sendable, Equatable {
 
     /// What `wire` carries, its message converted by ``ValueDictionary/init(wire:path:maxDepth:)``.
     public init(wire: Baton_V1_ServiceRequest) {
-        self.init(channelID: wire.channelID, requestID: wire.requestID, message: convert(wire.message))
+        self.init(channelID: wire.channelID, requestID: wire.requestID, message: ServiceMessage(convert(wire.message)))
+    }
+}
+
+/// A request's message: usually still its bytes, already checked against every Value rule, so
+/// that a receiver that wants it in another form (a Lua table) need not build Values first;
+/// otherwise what converting it gave.
+public struct ServiceMessage: Sendable, Equatable {
+    private enum Storage: Sendable {
+        /// The fields of a `Dictionary` message in the common form, every Value rule checked.
+        case encoded([UInt8])
+        case converted(Result<ValueDictionary, ValueError>)
+    }
+
+    private let storage: Storage
+
+    /// A message converted already (or why it could not be).
+    public init(_ converted: Result<ValueDictionary, ValueError>) {
+        storage = .converted(converted)
+    }
+
+    /// The fields of a `Dictionary` message that ``ServiceFrameReader`` has checked.
+    init(checkedFields bytes: UnsafeRawBufferPointer) {
+        storage = .encoded(Array(bytes))
+    }
+
+    /// The message as Values, or why it breaks the Value rules.
+    public var values: Result<ValueDictionary, ValueError> {
+        switch storage {
+        case .converted(let result):
+            return result
+        case .encoded(let bytes):
+            return bytes.withUnsafeBytes { ServiceFrameReader.values(ofCheckedFields: $0) }
+        }
+    }
+
+    /// Whether the message holds its checked fields (and so is a good message).
+    package var hasCheckedFields: Bool {
+        if case .encoded = storage { return true }
+        return false
+    }
+
+    /// Calls `body` with the message's `Dictionary` fields, when it holds them (checked against
+    /// every Value rule: Protocol/baton.proto's Value, in the form every serializer writes);
+    /// nil when it holds converted Values instead.
+    package func withCheckedFields<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
+        guard case .encoded(let bytes) = storage else { return nil }
+        return try bytes.withUnsafeBytes(body)
+    }
+
+    public static func == (a: ServiceMessage, b: ServiceMessage) -> Bool {
+        a.values == b.values
     }
 }
 
@@ -82,7 +132,7 @@ enum ServiceFrameReader {
         do {
             var r = try body(payload, field: 9)
             var channelID: UInt64 = 0, requestID: UInt64 = 0
-            var message = ValueDictionary()
+            var message = UnsafeRawBufferPointer(start: nil, count: 0)
             var last = 0
             while let f = try r.nextField() {
                 guard f.number > last else { throw notCanonical }
@@ -90,11 +140,13 @@ enum ServiceFrameReader {
                 switch (f.number, f.wireType) {
                 case (1, 0): channelID = try r.varint()
                 case (2, 0): requestID = try r.varint()
-                case (3, 2): message = try dictionary(try r.lengthDelimited(), depth: 0)
+                case (3, 2):
+                    message = try r.lengthDelimited()
+                    try checkDictionary(message, depth: 0)
                 default: throw notCanonical
                 }
             }
-            return ServiceRequestFrame(channelID: channelID, requestID: requestID, message: .success(message))
+            return ServiceRequestFrame(channelID: channelID, requestID: requestID, message: ServiceMessage(checkedFields: message))
         } catch {
             return nil
         }
@@ -125,6 +177,86 @@ enum ServiceFrameReader {
     }
 
     private static let notCanonical = ProtoReader.Malformed("not in canonical form")
+
+    /// The Values in fields that ``checkDictionary(_:depth:)`` passed.
+    static func values(ofCheckedFields bytes: UnsafeRawBufferPointer) -> Result<ValueDictionary, ValueError> {
+        if let members = try? dictionary(bytes, depth: 0) { return .success(members) }
+        // Not reached for checked fields; the general path stays the judge all the same.
+        var wire = Baton_V1_Dictionary()
+        var reader = ProtoReader(bytes, depth: 1)
+        do {
+            try wire.merge(from: &reader)
+        } catch {
+            return .failure(ValueError(path: "message", reason: "\(error)"))
+        }
+        return convert(wire)
+    }
+
+    // MARK: checking without building
+
+    /// Passes exactly the `Dictionary` fields ``dictionary(_:depth:)`` reads (and throws for
+    /// everything else), building nothing: a dictionary of more than 16 members is left to the
+    /// general path.
+    static func checkDictionary(_ bytes: UnsafeRawBufferPointer, depth: Int) throws(ProtoReader.Malformed) {
+        guard depth < maxDepth else { throw notCanonical }
+        let count = fieldCount(bytes)
+        guard count <= 16 else { throw notCanonical }
+        try withUnsafeTemporaryAllocation(of: UnsafeRawBufferPointer.self, capacity: max(count, 1)) { keys throws(ProtoReader.Malformed) in
+            var r = ProtoReader(bytes)
+            var n = 0
+            while let f = try r.nextField() {
+                guard f.number == 1, f.wireType == 2, n < count else { throw notCanonical }
+                var entry = ProtoReader(try r.lengthDelimited())
+                guard var g = try entry.nextField() else { throw notCanonical }
+                var key = UnsafeRawBufferPointer(start: nil, count: 0)
+                if g.number == 1, g.wireType == 2 {
+                    key = try entry.lengthDelimited()
+                    guard UTF8Validation.isValid(key) else { throw notCanonical }
+                    guard let next = try entry.nextField() else { throw notCanonical }
+                    g = next
+                }
+                guard g.number == 2, g.wireType == 2 else { throw notCanonical }
+                _ = try checkValue(try entry.lengthDelimited(), depth: depth + 1)
+                guard entry.isAtEnd else { throw notCanonical }
+                for j in 0..<n where keys[j].elementsEqual(key) { throw notCanonical }
+                keys[n] = key
+                n += 1
+            }
+        }
+    }
+
+    private static func checkArray(_ bytes: UnsafeRawBufferPointer, depth: Int) throws(ProtoReader.Malformed) {
+        guard depth < maxDepth else { throw notCanonical }
+        var r = ProtoReader(bytes)
+        var first = 0
+        while let f = try r.nextField() {
+            guard f.number == 1, f.wireType == 2 else { throw notCanonical }
+            let kind = try checkValue(try r.lengthDelimited(), depth: depth + 1)
+            if first == 0 {
+                first = kind
+            } else if kind != first {
+                throw notCanonical
+            }
+        }
+    }
+
+    /// Checks one `Value`; returns its kind's field number (one kind per number).
+    private static func checkValue(_ bytes: UnsafeRawBufferPointer, depth: Int) throws(ProtoReader.Malformed) -> Int {
+        var r = ProtoReader(bytes)
+        guard let f = try r.nextField() else { throw notCanonical }
+        switch (f.number, f.wireType) {
+        case (1, 2): guard UTF8Validation.isValid(try r.lengthDelimited()) else { throw notCanonical }
+        case (2, 0), (4, 0), (5, 0): _ = try r.varint()
+        case (3, 1): _ = try r.fixed64()
+        case (6, 2): guard try r.lengthDelimited().count == 16 else { throw notCanonical }
+        case (7, 2): _ = try r.lengthDelimited()
+        case (8, 2): try checkArray(try r.lengthDelimited(), depth: depth)
+        case (9, 2): try checkDictionary(try r.lengthDelimited(), depth: depth)
+        default: throw notCanonical
+        }
+        guard r.isAtEnd else { throw notCanonical }
+        return f.number
+    }
 
     /// A reader over the body of a frame that is exactly field `field` (a message), nothing more.
     private static func body(_ payload: UnsafeRawBufferPointer, field: Int) throws(ProtoReader.Malformed) -> ProtoReader {

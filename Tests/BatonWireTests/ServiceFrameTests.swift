@@ -111,7 +111,7 @@ struct ServiceFrameTests {
             let payload = Array(buffer.readableBytesView)
             let short = Self.short(payload)
             #expect(short == Self.general(payload))
-            if case .success(.serviceRequest(let r)?) = short { #expect(r.message == .success(message)) }
+            if case .success(.serviceRequest(let r)?) = short { #expect(r.message.values == .success(message)) }
             if case .success(.serviceResponse(let r)?) = short { #expect(r.message == .success(message)) }
         }
     }
