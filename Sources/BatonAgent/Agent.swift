@@ -1,5 +1,6 @@
 import BatonCore
 import BatonLua
+import BatonNet
 import BatonWire
 import CLuaShim
 import Logging
@@ -178,9 +179,10 @@ public final class Agent: @unchecked Sendable {
     }
 
     /// As ``serve(app:service:message:pushConnection:)`` for a channel of a connection, on the
-    /// loop, `reply` told the answer (at once or later) rather than a future. A message still in
-    /// its checked bytes goes straight into a Lua table.
-    func serve(channel: AgentConnection.ServiceChannel, message: ServiceMessage, reply: @escaping (ServiceReply) -> Void) {
+    /// loop, answered through `responder` (at once or later) rather than a future. A message
+    /// still in its checked bytes goes straight into a Lua table, and a provider's plain
+    /// message table straight into the response frame.
+    func serve(channel: AgentConnection.ServiceChannel, message: ServiceMessage, responder: ServiceResponder) {
         let object = channel.object
         serveOnLoop(app: channel.app, service: channel.service, provider: channel.provider, taskName: channel.taskName,
                     pushMessage: { [runtime] lua in
@@ -190,7 +192,15 @@ public final class Agent: @unchecked Sendable {
                         }
                     }, pushConnection: { [runtime] lua in
             runtime.push(object, on: lua)
-        }, reply: reply)
+        }, respond: { [runtime] results in
+            // A message table goes straight into the response frame when it plainly is one.
+            guard results.count > 0 else { return false }
+            let first = results.index(1)
+            guard results.lua.type(at: first) == .table else { return false }
+            return responder.respond { writer in runtime.encodeMessage(at: first, on: results.lua, into: &writer) }
+        }, reply: { reply in
+            responder.respond(reply.status, message: reply.message, detail: reply.detail)
+        })
     }
 
     /// How reports name a provider's task.
@@ -200,7 +210,7 @@ public final class Agent: @unchecked Sendable {
 
     private func serveOnLoop(
         app id: String, service: String, provider: LuaReference?, taskName: String, pushMessage: (LuaState) -> Void,
-        pushConnection: (LuaState) -> Void, reply: @escaping (ServiceReply) -> Void
+        pushConnection: (LuaState) -> Void, respond: ((TaskResults) -> Bool)? = nil, reply: @escaping (ServiceReply) -> Void
     ) {
         guard let provider else {
             return reply(ServiceReply(status: .unknown, detail: "\(id) has no service \(service)"))
@@ -210,6 +220,7 @@ public final class Agent: @unchecked Sendable {
             pushConnection(lua)
             return 2
         }) { [runtime] result in
+            if let respond, case .success(let results) = result, respond(results) { return }
             let answer = runtime.serviceReply(from: result, handler: "the provider of \(service)")
             reply(ServiceReply(status: answer.status, message: answer.message ?? [:], detail: answer.detail))
         }

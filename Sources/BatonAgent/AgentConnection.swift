@@ -101,9 +101,7 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         if !request.message.hasCheckedFields, case .failure(let error) = request.message.values {
             return responder.respond(.failure, detail: "bad message: \(error)")
         }
-        agent.serve(channel: channel, message: request.message) { reply in
-            responder.respond(reply.status, message: reply.message, detail: reply.detail)
-        }
+        agent.serve(channel: channel, message: request.message, responder: responder)
     }
 
     func connection(_ connection: PeerConnection, channelClosed channelID: UInt64, status: Baton_V1_ClosedStatus) {

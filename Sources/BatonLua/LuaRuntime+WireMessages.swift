@@ -177,3 +177,88 @@ private struct CheckedReader {
         Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
     }
 }
+
+extension LuaRuntime {
+    /// Writes the message table at `index` as `Dictionary` entries, exactly as the message
+    /// ``value(at:on:root:)`` reads from it would be written, without reading it into Values
+    /// first. Gives up (false; throw the writer away and read the table the usual way, which
+    /// also finds the words for any error) at whatever is not plainly a message: a metatable,
+    /// an array, a key that is not a string of UTF-8, a value that is not a string of UTF-8, a
+    /// number, a boolean, a date, a uuid, bytes or such a table, or nesting past 32 levels.
+    package func encodeMessage(at index: Int32, on lua: LuaState, into writer: inout ProtoWriter) -> Bool {
+        encodeTable(lua.absolute(index), on: lua, depth: 0, into: &writer)
+    }
+
+    private func encodeTable(_ t: Int32, on lua: LuaState, depth: Int, into writer: inout ProtoWriter) -> Bool {
+        guard depth < 32, lua.checkStack(6) else { return false }
+        if lua_getmetatable(lua.pointer, t) != 0 {
+            lua.pop()
+            return false
+        }
+        lua.pushNil()
+        while lua.next(t) {
+            guard lua.type(at: -2) == .string, let key = Self.utf8(at: -2, on: lua) else {
+                lua.pop(2)
+                return false
+            }
+            let written = writer.entry(key: key) { w in encodeValue(on: lua, depth: depth, into: &w) }
+            lua.pop()
+            guard written else {
+                lua.pop()
+                return false
+            }
+        }
+        return true
+    }
+
+    /// The value on top of the stack.
+    private func encodeValue(on lua: LuaState, depth: Int, into writer: inout ProtoWriter) -> Bool {
+        switch lua.type(at: -1) {
+        case .string:
+            guard let text = Self.utf8(at: -1, on: lua) else { return false }
+            writer.stringValue(text)
+        case .number:
+            if lua.isInteger(at: -1), let i = lua.toInteger(at: -1) {
+                writer.scalarValue(.int(i))
+            } else if let d = lua.toNumber(at: -1) {
+                writer.scalarValue(.double(d))
+            } else {
+                return false
+            }
+        case .boolean:
+            writer.scalarValue(.bool(lua.toBool(at: -1)))
+        case .table:
+            let t = lua.absolute(-1)
+            return writer.dictionaryValue { w in encodeTable(t, on: lua, depth: depth + 1, into: &w) }
+        case .userdata:
+            guard lua_getmetatable(lua.pointer, -1) != 0 else { return false }
+            let mt = lua.toPointer(at: -1)
+            lua.pop()
+            guard let p = lua.toUserdata(at: -1) else { return false }
+            if mt == metatables.date {
+                writer.scalarValue(.date(Date(timeIntervalSince1970: p.load(as: Double.self))))
+            } else if mt == metatables.uuid {
+                writer.scalarValue(.uuid(LuaRuntime.uuid(at: p)))
+            } else if mt == metatables.bytes {
+                LuaRuntime.pushBytesString(lua, at: -1)
+                defer { lua.pop() }
+                guard lua.type(at: -1) == .string else { return false }
+                var length = 0
+                guard let bytes = baton_tostring(lua.pointer, -1, &length) else { return false }
+                writer.bytesValue(UnsafeRawBufferPointer(start: bytes, count: length))
+            } else {
+                return false
+            }
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// The bytes of the string at `index` if they are well-formed UTF-8.
+    private static func utf8(at index: Int32, on lua: LuaState) -> UnsafeRawBufferPointer? {
+        var length = 0
+        guard let bytes = baton_tostring(lua.pointer, index, &length), baton_utf8_valid(bytes, length) != 0 else { return nil }
+        return UnsafeRawBufferPointer(start: bytes, count: length)
+    }
+}

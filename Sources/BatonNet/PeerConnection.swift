@@ -519,6 +519,28 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
+    /// Answers `success` with a message whose entries `entries` writes straight into the frame;
+    /// false, with nothing answered, when `entries` gives up (answer another way then).
+    func answerService(_ request: ServiceRequestFrame, entries: (inout ProtoWriter) -> Bool) -> Bool {
+        if isOpen || draining {
+            var written = true
+            let problem = write { out, limit throws(WireError) in
+                written = try FrameEncoder.encodeServiceResponse(
+                    channelID: request.channelID, requestID: request.requestID, into: &out, maxFrameSize: limit, entries: entries)
+            }
+            guard written else { return false }
+            if case .tooLarge(let size, let limit)? = problem {
+                logger.warning("answer over the peer's frame limit", metadata: ["size": "\(size)", "limit": "\(limit)"])
+                writeServiceResponse(
+                    channelID: request.channelID, requestID: request.requestID, status: .messageSizeTooLarge, message: nil,
+                    detail: "the answer is \(size) bytes, over this client's limit of \(limit)")
+            }
+        }
+        answersInFlight -= 1
+        if answersInFlight == 0 { drained?() }
+        return true
+    }
+
     @discardableResult
     private func writeServiceResponse(
         channelID: UInt64, requestID: UInt64, status: Baton_V1_ResponseStatus, message: ValueDictionary?, detail: String
@@ -801,6 +823,14 @@ public struct ServiceResponder: Sendable {
     /// limit is sent as `message_size_too_large` instead.
     public func respond(_ status: ResponseStatus, message: ValueDictionary? = nil, detail: String = "") {
         connection.answerService(request, status: status, message: message, detail: detail)
+    }
+
+    /// Answers `success` with a message whose entries `entries` writes straight into the frame
+    /// (see `ProtoWriter.entry(key:value:)`), as ``respond(_:message:detail:)`` would with the
+    /// same message as Values. Returns false, answering nothing, when `entries` gives up: the
+    /// request still waits for its one answer.
+    package func respond(entries: (inout ProtoWriter) -> Bool) -> Bool {
+        connection.answerService(request, entries: entries)
     }
 }
 

@@ -9,7 +9,7 @@ import NIOCore
 /// defaults left out) into memory of its own, then hands the bytes over in one copy. Writing
 /// byte by byte through `ByteBuffer`'s checked API, or through SwiftProtobuf's generic
 /// visitors, cost tens of thousands of instructions per request; this costs a few hundred.
-struct ProtoWriter: ~Copyable {
+package struct ProtoWriter: ~Copyable {
     /// Protobuf wire types.
     enum WireType: UInt64 {
         case varint = 0

@@ -408,7 +408,81 @@ extension ProtoWriter {
     }
 }
 
+extension ProtoWriter {
+    /// A `Dictionary` entry: `key` (UTF-8), then the `Value` fields `value` writes. False when
+    /// `value` gives up (the writer is then to be thrown away).
+    package mutating func entry(key: UnsafeRawBufferPointer, value: (inout ProtoWriter) -> Bool) -> Bool {
+        var written = true
+        tag(1, .lengthDelimited)
+        lengthPrefixed { w in
+            if key.count > 0 {
+                w.tag(1, .lengthDelimited)
+                w.varint(UInt64(key.count))
+                w.raw(key)
+            }
+            w.tag(2, .lengthDelimited)
+            w.lengthPrefixed { written = value(&$0) }
+        }
+        return written
+    }
+
+    /// A string `Value`'s field, from its UTF-8.
+    package mutating func stringValue(_ utf8: UnsafeRawBufferPointer) {
+        tag(1, .lengthDelimited)
+        varint(UInt64(utf8.count))
+        raw(utf8)
+    }
+
+    /// A bytes `Value`'s field.
+    package mutating func bytesValue(_ bytes: UnsafeRawBufferPointer) {
+        tag(7, .lengthDelimited)
+        varint(UInt64(bytes.count))
+        raw(bytes)
+    }
+
+    /// A `Value`'s field for a value of any other kind but array and dictionary.
+    package mutating func scalarValue(_ value: Value) {
+        valueFields(value)
+    }
+
+    /// A dictionary `Value`'s field, its entries written by `entries`. False when `entries`
+    /// gives up.
+    package mutating func dictionaryValue(_ entries: (inout ProtoWriter) -> Bool) -> Bool {
+        var written = true
+        tag(9, .lengthDelimited)
+        lengthPrefixed { written = entries(&$0) }
+        return written
+    }
+}
+
 extension FrameEncoder {
+    /// Appends a `success` ServiceResponse frame whose message's entries `entries` writes
+    /// (see ``ProtoWriter/entry(key:value:)``), framed, to `out`; false (nothing appended) when
+    /// `entries` gives up.
+    ///
+    /// - Throws: ``WireError/frameTooLarge(size:limit:)`` over `maxFrameSize`; `out` is then unchanged.
+    package static func encodeServiceResponse(
+        channelID: UInt64, requestID: UInt64, into out: inout ByteBuffer, maxFrameSize: Int,
+        entries: (inout ProtoWriter) -> Bool
+    ) throws(WireError) -> Bool {
+        var writer = ProtoWriter()
+        var written = true
+        let size = writer.lengthPrefixed { w in
+            w.tag(10, .lengthDelimited)
+            w.lengthPrefixed { w in
+                w.uint64(1, channelID)
+                w.uint64(2, requestID)
+                w.enumValue(3, Baton_V1_ResponseStatus.success.rawValue)
+                w.tag(4, .lengthDelimited)
+                w.lengthPrefixed { written = entries(&$0) }
+            }
+        }
+        guard written else { return false }
+        guard size <= maxFrameSize else { throw .frameTooLarge(size: size, limit: maxFrameSize) }
+        writer.append(to: &out)
+        return true
+    }
+
     /// Appends a ServiceRequest frame carrying `message`, framed, to `out`: the bytes of the
     /// same frame built from the generated types, without building them.
     ///

@@ -69,4 +69,50 @@ struct WireMessageTests {
         #expect(record.values[0] == record.values[1])
         #expect(record.values[2] == .dictionary(message))
     }
+
+    @Test("a plain message table is written as the Values read from it would be; anything else is left to them")
+    func sameBytes() async throws {
+        let (outcome, record) = try await runScript("""
+            local plain = {
+              {}, {a = 1}, {Type = "ping", TargetId = "8e1f1a1c-3d7b-4e55-9d6c-0a1b2c3d4e5f", CreationDate = baton.date(1795000000.25),
+                            position = 83.5, note = "a hundred bytes or so"},
+              {s = "hé", i = -7, big = math.maxinteger, d = -0.0, f = 2^53, b = false, t = true, [""] = "",
+               u = baton.uuid("8E1F1A1C-3D7B-4E55-9D6C-0A1B2C3D4E5F"), raw = baton.bytes("\\0\\1\\255"), none = baton.bytes("")},
+              {nested = {deep = {x = "", y = {}}}, other = {z = 1}},
+            }
+            for _, t in ipairs(plain) do same(t, true) end
+            local left = {
+              {list = {1, 2}}, {marked = baton.array{}}, {[1] = "a"}, {a = 1, [2] = "b"}, {bad = "\\255"},
+              {["\\255"] = 1}, {f = print}, {n = baton.json.null}, setmetatable({}, {}), {m = setmetatable({a = 1}, {})},
+            }
+            for i, t in ipairs(left) do same(t, false, i) end
+            local deep = {}
+            for _ = 1, 40 do deep = {d = deep} end
+            same(deep, false)
+            """) { runtime in
+            runtime.registerGlobal("same") { call in
+                let lua = call.lua
+                let expectWritten = lua.toBool(at: 2)
+                var direct = ByteBuffer()
+                let written = try FrameEncoder.encodeServiceResponse(
+                    channelID: 1, requestID: 2, into: &direct, maxFrameSize: 1 << 20
+                ) { writer in call.runtime.encodeMessage(at: 1, on: lua, into: &writer) }
+                guard written == expectWritten else { throw HostError.message("written: \(written) \(lua.toInteger(at: 3) ?? 0)") }
+                guard written else {
+                    guard direct.readableBytes == 0 else { throw HostError.message("bytes left behind") }
+                    return .values(0)
+                }
+                guard case .dictionary(let message) = try call.runtime.value(at: 1, on: lua, root: "response") else {
+                    throw HostError.message("not a dictionary")
+                }
+                var viaValues = ByteBuffer()
+                try FrameEncoder.encodeServiceResponse(
+                    channelID: 1, requestID: 2, status: .success, message: message, detail: "", into: &viaValues, maxFrameSize: 1 << 20)
+                guard direct == viaValues else { throw HostError.message("different bytes for \(message)") }
+                return .values(0)
+            }
+        }
+        #expect(record.failures.map(\.message) == [])
+        #expect(outcome == .completed)
+    }
 }
