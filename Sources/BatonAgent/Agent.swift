@@ -20,6 +20,8 @@ public final class Agent: @unchecked Sendable {
     /// Client connections being served, by number.
     var connections: [Int: AgentConnection] = [:]
     var nextConnectionNumber = 1
+    /// Provider task names by app and service (only services that channels opened to).
+    private var providerTaskNames: [ProviderKey: String] = [:]
 
     private init(runtime: LuaRuntime, configuration: AgentConfiguration, ended: EventLoopFuture<RunOutcome>, logger: Logger) {
         self.runtime = runtime
@@ -206,6 +208,20 @@ public final class Agent: @unchecked Sendable {
     /// How reports name a provider's task.
     static func providerTaskName(app id: String, service: String) -> String {
         "service \(service) of \(id)"
+    }
+
+    /// As ``providerTaskName(app:service:)``, one string shared by every channel to the service.
+    func sharedProviderTaskName(app id: String, service: String) -> String {
+        let key = ProviderKey(app: id, service: service)
+        if let name = providerTaskNames[key] { return name }
+        let name = Self.providerTaskName(app: id, service: service)
+        providerTaskNames[key] = name
+        return name
+    }
+
+    struct ProviderKey: Hashable {
+        let app: String
+        let service: String
     }
 
     private func serveOnLoop(

@@ -24,12 +24,12 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         let provider: LuaReference?
         let taskName: String
 
-        init(app: String, service: String, object: LuaReference, provider: LuaReference?) {
+        init(app: String, service: String, object: LuaReference, provider: LuaReference?, taskName: String) {
             self.app = app
             self.service = service
             self.object = object
             self.provider = provider
-            self.taskName = Agent.providerTaskName(app: app, service: service)
+            self.taskName = taskName
         }
     }
 
@@ -85,7 +85,8 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
             let object = agent.makeChannelObject(connection: number, channel: request.channelID, app: request.appID, service: request.serviceName)
             channels[request.channelID] = ServiceChannel(
                 app: request.appID, service: request.serviceName, object: object,
-                provider: agent.configuration.app(request.appID)?.services[request.serviceName])
+                provider: agent.configuration.app(request.appID)?.services[request.serviceName],
+                taskName: agent.sharedProviderTaskName(app: request.appID, service: request.serviceName))
         }
         return connection.eventLoop.makeSucceededFuture(.with {
             $0.requestID = request.requestID
