@@ -199,13 +199,11 @@ enum ServiceFrameReader {
     /// general path.
     static func checkDictionary(_ bytes: UnsafeRawBufferPointer, depth: Int) throws(ProtoReader.Malformed) {
         guard depth < maxDepth else { throw notCanonical }
-        let count = fieldCount(bytes)
-        guard count <= 16 else { throw notCanonical }
-        try withUnsafeTemporaryAllocation(of: UnsafeRawBufferPointer.self, capacity: max(count, 1)) { keys throws(ProtoReader.Malformed) in
+        try withUnsafeTemporaryAllocation(of: UnsafeRawBufferPointer.self, capacity: 16) { keys throws(ProtoReader.Malformed) in
             var r = ProtoReader(bytes)
             var n = 0
             while let f = try r.nextField() {
-                guard f.number == 1, f.wireType == 2, n < count else { throw notCanonical }
+                guard f.number == 1, f.wireType == 2, n < 16 else { throw notCanonical }
                 var entry = ProtoReader(try r.lengthDelimited())
                 guard var g = try entry.nextField() else { throw notCanonical }
                 var key = UnsafeRawBufferPointer(start: nil, count: 0)
