@@ -8,12 +8,15 @@ import NIOCore
 
 /// A ServiceRequest as a connection's delegate is asked it: the ids and the ``ServiceMessage``.
 public struct ServiceRequestFrame: Sendable, Equatable {
+    /// The channel the request is on.
     public var channelID: UInt64
+    /// The request's id, which its answer carries.
     public var requestID: UInt64
     /// The message; one that breaks the Value rules (say, a mixed array) is answered `failure`
     /// and the connection lives on. An absent message is the empty one.
     public var message: ServiceMessage
 
+    /// A request with these ids and this message.
     public init(channelID: UInt64, requestID: UInt64, message: ServiceMessage) {
         self.channelID = channelID
         self.requestID = requestID
@@ -72,6 +75,7 @@ public struct ServiceMessage: Sendable, Equatable {
         return try bytes.withUnsafeBytes(body)
     }
 
+    /// Whether the two messages hold the same Values (or the same error).
     public static func == (a: ServiceMessage, b: ServiceMessage) -> Bool {
         a.values == b.values
     }
@@ -80,14 +84,19 @@ public struct ServiceMessage: Sendable, Equatable {
 /// A ServiceResponse with its message already converted to Values (or why it breaks the Value
 /// rules): what a request on a channel gets back.
 public struct ServiceResponseFrame: Sendable, Equatable {
+    /// The channel the request was on.
     public var channelID: UInt64
+    /// The id of the request this answers.
     public var requestID: UInt64
+    /// How the request went.
     public var status: Baton_V1_ResponseStatus
     /// The message (the empty one when the frame has none), or why it breaks the Value rules.
     /// Only a `success` response's message means anything.
     public var message: Result<ValueDictionary, ValueError>
+    /// For people: why, when the status is not `success`.
     public var detail: String
 
+    /// A response with these fields.
     public init(
         channelID: UInt64, requestID: UInt64, status: Baton_V1_ResponseStatus,
         message: Result<ValueDictionary, ValueError> = .success([:]), detail: String = ""
