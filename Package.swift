@@ -41,7 +41,7 @@ let package = Package(
         .target(
             name: "BatonLua",
             dependencies: [
-                "CLuaShim", "BatonCore", "BatonClient",
+                "CLuaShim", "BatonCore", "BatonClient", "BatonWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -148,7 +148,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "BatonLuaTests", dependencies: ["BatonLua", "BatonCore"]),
+        .testTarget(name: "BatonLuaTests", dependencies: ["BatonLua", "BatonCore", "BatonWire", .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(
             name: "BatonNetTests",
             dependencies: [

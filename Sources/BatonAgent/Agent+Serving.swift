@@ -56,10 +56,14 @@ extension Agent {
         runtime.register("send", in: -1, qualifier: "conn") { [self] call in
             let (connection, channel) = try channelOf(call)
             let message = try call.runtime.messageArgument(call, 2)
-            let reply = connection.send(channel: channel, message: Baton_V1_Dictionary(message))
-                .map(ServiceReplyMessage.init(wire:))
-                .recover(ServiceReplyMessage.init(failure:))
-            return try call.runtime.wait(call, for: reply) { reply, lua in call.runtime.pushReply(reply, on: lua) }
+            let reply = call.runtime.eventLoop.makePromise(of: ServiceReplyMessage.self)
+            connection.send(channel: channel, message: message) { result in
+                switch result {
+                case .success(let response): reply.succeed(ServiceReplyMessage(response))
+                case .failure(let error): reply.succeed(ServiceReplyMessage(failure: error))
+                }
+            }
+            return try call.runtime.wait(call, for: reply.futureResult) { reply, lua in call.runtime.pushReply(reply, on: lua) }
         }
         runtime.register("close", in: -1, qualifier: "conn") { [self] call in
             let (connection, channel) = try channelOf(call)

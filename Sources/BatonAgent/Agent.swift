@@ -1,5 +1,7 @@
 import BatonCore
 import BatonLua
+import BatonNet
+import BatonWire
 import CLuaShim
 import Logging
 import NIOCore
@@ -18,6 +20,8 @@ public final class Agent: @unchecked Sendable {
     /// Client connections being served, by number.
     var connections: [Int: AgentConnection] = [:]
     var nextConnectionNumber = 1
+    /// Provider task names by app and service (only services that channels opened to).
+    private var providerTaskNames: [ProviderKey: String] = [:]
 
     private init(runtime: LuaRuntime, configuration: AgentConfiguration, ended: EventLoopFuture<RunOutcome>, logger: Logger) {
         self.runtime = runtime
@@ -161,29 +165,80 @@ public final class Agent: @unchecked Sendable {
         let promise = loop.makePromise(of: ServiceReply.self)
         // Connections live on the runtime's loop, so the usual call needs no hop.
         if loop.inEventLoop {
-            serveOnLoop(app: id, service: service, message: message, pushConnection: pushConnection, promise: promise)
+            serveOnLoop(app: id, service: service, provider: configuration.app(id)?.services[service],
+                        taskName: Self.providerTaskName(app: id, service: service),
+                        pushMessage: { [runtime] lua in runtime.push(.dictionary(message), on: lua) },
+                        pushConnection: pushConnection, reply: promise.succeed)
         } else {
             loop.execute { [self] in
-                serveOnLoop(app: id, service: service, message: message, pushConnection: pushConnection, promise: promise)
+                serveOnLoop(app: id, service: service, provider: configuration.app(id)?.services[service],
+                            taskName: Self.providerTaskName(app: id, service: service),
+                            pushMessage: { [runtime] lua in runtime.push(.dictionary(message), on: lua) },
+                            pushConnection: pushConnection, reply: promise.succeed)
             }
         }
         return promise.futureResult
     }
 
+    /// As ``serve(app:service:message:pushConnection:)`` for a channel of a connection, on the
+    /// loop, answered through `responder` (at once or later) rather than a future. A message
+    /// still in its checked bytes goes straight into a Lua table, and a provider's plain
+    /// message table straight into the response frame.
+    func serve(channel: AgentConnection.ServiceChannel, message: ServiceMessage, responder: ServiceResponder) {
+        let object = channel.object
+        serveOnLoop(app: channel.app, service: channel.service, provider: channel.provider, taskName: channel.taskName,
+                    pushMessage: { [runtime] lua in
+                        let pushed = message.withCheckedFields { runtime.pushMessage(checkedFields: $0, on: lua) } ?? nil
+                        if pushed == nil, case .success(let values) = message.values {
+                            runtime.push(.dictionary(values), on: lua)
+                        }
+                    }, pushConnection: { [runtime] lua in
+            runtime.push(object, on: lua)
+        }, respond: { [runtime] results in
+            // A message table goes straight into the response frame when it plainly is one.
+            guard results.count > 0 else { return false }
+            let first = results.index(1)
+            guard results.lua.type(at: first) == .table else { return false }
+            return responder.respond { writer in runtime.encodeMessage(at: first, on: results.lua, into: &writer) }
+        }, reply: { reply in
+            responder.respond(reply.status, message: reply.message, detail: reply.detail)
+        })
+    }
+
+    /// How reports name a provider's task.
+    static func providerTaskName(app id: String, service: String) -> String {
+        "service \(service) of \(id)"
+    }
+
+    /// As ``providerTaskName(app:service:)``, one string shared by every channel to the service.
+    func sharedProviderTaskName(app id: String, service: String) -> String {
+        let key = ProviderKey(app: id, service: service)
+        if let name = providerTaskNames[key] { return name }
+        let name = Self.providerTaskName(app: id, service: service)
+        providerTaskNames[key] = name
+        return name
+    }
+
+    struct ProviderKey: Hashable {
+        let app: String
+        let service: String
+    }
+
     private func serveOnLoop(
-        app id: String, service: String, message: ValueDictionary, pushConnection: @escaping @Sendable (LuaState) -> Void,
-        promise: EventLoopPromise<ServiceReply>
+        app id: String, service: String, provider: LuaReference?, taskName: String, pushMessage: (LuaState) -> Void,
+        pushConnection: (LuaState) -> Void, respond: ((TaskResults) -> Bool)? = nil, reply: @escaping (ServiceReply) -> Void
     ) {
-        guard let provider = configuration.app(id)?.services[service] else {
-            return promise.succeed(ServiceReply(status: .unknown, detail: "\(id) has no service \(service)"))
+        guard let provider else {
+            return reply(ServiceReply(status: .unknown, detail: "\(id) has no service \(service)"))
         }
-        runtime.startTask(function: provider, name: "service \(service) of \(id)", arguments: { [runtime] lua in
-            runtime.push(.dictionary(message), on: lua)
+        runtime.startTask(function: provider, name: taskName, arguments: { lua in
+            pushMessage(lua)
             pushConnection(lua)
             return 2
         }) { [runtime] result in
-            let reply = runtime.serviceReply(from: result, handler: "the provider of \(service)")
-            promise.succeed(ServiceReply(status: reply.status, message: reply.message ?? [:], detail: reply.detail))
+            if let respond, case .success(let results) = result, respond(results) { return }
+            let answer = runtime.serviceReply(from: result, handler: "the provider of \(service)")
+            reply(ServiceReply(status: answer.status, message: answer.message ?? [:], detail: answer.detail))
         }
     }
 }

@@ -19,6 +19,18 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         let service: String
         /// The `conn` table providers receive.
         let object: LuaReference
+        /// The provider and how reports name its tasks, looked up once, not per request (the
+        /// configured apps do not change once the agent runs).
+        let provider: LuaReference?
+        let taskName: String
+
+        init(app: String, service: String, object: LuaReference, provider: LuaReference?, taskName: String) {
+            self.app = app
+            self.service = service
+            self.object = object
+            self.provider = provider
+            self.taskName = taskName
+        }
     }
 
     init(agent: Agent, number: Int, connection: PeerConnection) {
@@ -71,7 +83,10 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         let (status, detail) = agent.openStatus(app: request.appID, service: request.serviceName)
         if status == .success {
             let object = agent.makeChannelObject(connection: number, channel: request.channelID, app: request.appID, service: request.serviceName)
-            channels[request.channelID] = ServiceChannel(app: request.appID, service: request.serviceName, object: object)
+            channels[request.channelID] = ServiceChannel(
+                app: request.appID, service: request.serviceName, object: object,
+                provider: agent.configuration.app(request.appID)?.services[request.serviceName],
+                taskName: agent.sharedProviderTaskName(app: request.appID, service: request.serviceName))
         }
         return connection.eventLoop.makeSucceededFuture(.with {
             $0.requestID = request.requestID
@@ -80,30 +95,14 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         })
     }
 
-    func connection(_ connection: PeerConnection, request: Baton_V1_ServiceRequest) -> EventLoopFuture<Baton_V1_ServiceResponse> {
-        let respond: @Sendable (ServiceReply) -> Baton_V1_ServiceResponse = { reply in
-            .with {
-                $0.channelID = request.channelID
-                $0.requestID = request.requestID
-                $0.status = Baton_V1_ResponseStatus(reply.status)
-                if reply.status == .success { $0.message = Baton_V1_Dictionary(reply.message) }
-                $0.detail = reply.detail
-            }
-        }
+    func connection(_ connection: PeerConnection, request: ServiceRequestFrame, responder: ServiceResponder) {
         guard let channel = channels[request.channelID] else {
-            return connection.eventLoop.makeSucceededFuture(respond(ServiceReply(status: .appServiceConnectionClosed)))
+            return responder.respond(.appServiceConnectionClosed)
         }
-        let message: ValueDictionary
-        do {
-            message = try ValueDictionary(wire: request.message)
-        } catch {
-            return connection.eventLoop.makeSucceededFuture(respond(ServiceReply(status: .failure, detail: "bad message: \(error)")))
+        if !request.message.hasCheckedFields, case .failure(let error) = request.message.values {
+            return responder.respond(.failure, detail: "bad message: \(error)")
         }
-        let runtime = agent.runtime
-        let object = channel.object
-        return agent.serve(app: channel.app, service: channel.service, message: message) { lua in
-            runtime.push(object, on: lua)
-        }.map(respond)
+        agent.serve(channel: channel, message: request.message, responder: responder)
     }
 
     func connection(_ connection: PeerConnection, channelClosed channelID: UInt64, status: Baton_V1_ClosedStatus) {

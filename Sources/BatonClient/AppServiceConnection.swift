@@ -34,22 +34,21 @@ public final class AppServiceConnection: @unchecked Sendable {
     /// (`remote_system_unavailable` if the connection is lost, `message_size_too_large` if it
     /// is over the agent's limit, `app_service_connection_closed` if the channel closed).
     public func send(_ message: ValueDictionary) -> EventLoopFuture<ServiceReplyMessage> {
-        let wire = Baton_V1_Dictionary(message)
         let loop = connection.eventLoop
         // Callers on the connection's loop (scripts, the benchmark) need no hop.
-        if loop.inEventLoop { return sendOnLoop(wire) }
-        return loop.flatSubmit { [self] in sendOnLoop(wire) }
+        if loop.inEventLoop { return sendOnLoop(message) }
+        return loop.flatSubmit { [self] in sendOnLoop(message) }
     }
 
-    private func sendOnLoop(_ wire: Baton_V1_Dictionary) -> EventLoopFuture<ServiceReplyMessage> {
+    private func sendOnLoop(_ message: ValueDictionary) -> EventLoopFuture<ServiceReplyMessage> {
         let loop = connection.eventLoop
         guard closedStatus == nil else {
             return loop.makeSucceededFuture(ServiceReplyMessage(status: .appServiceConnectionClosed, detail: "the channel is closed"))
         }
         let promise = loop.makePromise(of: ServiceReplyMessage.self)
-        connection.send(channel: channelID, message: wire).whenComplete { result in
+        connection.send(channel: channelID, message: message) { result in
             switch result {
-            case .success(let response): promise.succeed(ServiceReplyMessage(wire: response))
+            case .success(let response): promise.succeed(ServiceReplyMessage(response))
             case .failure(let error): promise.succeed(ServiceReplyMessage(failure: error))
             }
         }
@@ -121,6 +120,22 @@ public struct ServiceReplyMessage: Sendable, Equatable {
             }
         } else {
             self.init(status: status, detail: wire.detail)
+        }
+    }
+
+    /// The reply a response carries; as ``init(wire:)``, for a response whose message came
+    /// converted already.
+    public init(_ response: ServiceResponseFrame) {
+        let status = ResponseStatus(wire: response.status)
+        guard status == .success else {
+            self.init(status: status, detail: response.detail)
+            return
+        }
+        switch response.message {
+        case .success(let message):
+            self.init(status: .success, message: message, detail: response.detail)
+        case .failure(let error):
+            self.init(status: .failure, detail: "the reply is not a valid message: \(error)")
         }
     }
 

@@ -183,24 +183,20 @@ final class ChannelRouter: PeerConnectionDelegate, @unchecked Sendable {
     var channels: [UInt64: AppServiceConnection] = [:]
     var onClosed: (() -> Void)?
 
-    func connection(_ connection: PeerConnection, request: Baton_V1_ServiceRequest) -> EventLoopFuture<Baton_V1_ServiceResponse> {
-        let respond: @Sendable (ServiceReplyMessage) -> Baton_V1_ServiceResponse = { reply in
-            .with {
-                $0.channelID = request.channelID
-                $0.requestID = request.requestID
-                $0.status = Baton_V1_ResponseStatus(reply.status)
-                if let message = reply.message, reply.status == .success { $0.message = Baton_V1_Dictionary(message) }
-                $0.detail = reply.detail
-            }
-        }
+    func connection(_ connection: PeerConnection, request: ServiceRequestFrame, responder: ServiceResponder) {
         guard let channel = channels[request.channelID], let handler = channel.onRequest else {
-            return connection.eventLoop.makeSucceededFuture(respond(ServiceReplyMessage(status: .failure, detail: "the client does not answer requests on this channel")))
+            return responder.respond(.failure, detail: "the client does not answer requests on this channel")
         }
-        do {
-            let message = try ValueDictionary(wire: request.message)
-            return handler(message).map(respond)
-        } catch {
-            return connection.eventLoop.makeSucceededFuture(respond(ServiceReplyMessage(status: .failure, detail: "bad message: \(error)")))
+        switch request.message.values {
+        case .success(let message):
+            handler(message).whenComplete { result in
+                switch result {
+                case .success(let reply): responder.respond(reply.status, message: reply.message, detail: reply.detail)
+                case .failure(let error): responder.respond(.failure, detail: "\(error)")
+                }
+            }
+        case .failure(let error):
+            responder.respond(.failure, detail: "bad message: \(error)")
         }
     }
 

@@ -43,12 +43,15 @@ public struct ValueDictionary: Sendable, Hashable, RandomAccessCollection, Expre
         members = dictionary.sorted { $0.key < $1.key }.map { Member($0.key, $0.value) }
     }
 
-    public var startIndex: Int { members.startIndex }
-    public var endIndex: Int { members.endIndex }
-    public subscript(position: Int) -> Element {
+    @inlinable public var startIndex: Int { members.startIndex }
+    @inlinable public var endIndex: Int { members.endIndex }
+    @inlinable public subscript(position: Int) -> Element {
         let m = members[position]
         return (m.key, m.value)
     }
+
+    /// The key of the member at `position`, without copying its value.
+    @inlinable public func key(at position: Int) -> String { members[position].key }
 
     /// The keys, in order.
     public var keys: [String] { members.map(\.key) }

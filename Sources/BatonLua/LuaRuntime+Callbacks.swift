@@ -27,7 +27,7 @@ extension LuaRuntime {
     /// answers that status (`failure` if it names none, or names success); returning nothing
     /// answers `success` with an empty message; an error answers `failure` with its message.
     /// `handler` names it in details (`the provider of echo`).
-    public func serviceReply(from result: Result<TaskResults, ScriptFailure>, handler: String) -> ServiceReplyMessage {
+    public func serviceReply(from result: Result<TaskResults, ScriptFailure>, handler: @autoclosure () -> String) -> ServiceReplyMessage {
         switch result {
         case .failure(let failure):
             return ServiceReplyMessage(status: .failure, detail: failure.message)
@@ -39,18 +39,18 @@ extension LuaRuntime {
             case .table:
                 do {
                     guard case .dictionary(let d) = try value(at: first, on: lua, root: "response") else {
-                        return ServiceReplyMessage(status: .failure, detail: "\(handler) returned an array, not a message")
+                        return ServiceReplyMessage(status: .failure, detail: "\(handler()) returned an array, not a message")
                     }
                     return ServiceReplyMessage(status: .success, message: d)
                 } catch {
-                    return ServiceReplyMessage(status: .failure, detail: "\(handler) returned a bad message: \(error)")
+                    return ServiceReplyMessage(status: .failure, detail: "\(handler()) returned a bad message: \(error)")
                 }
             case .nil:
                 let text = results.count > 1 ? lua.toString(at: results.index(2)) : nil
                 let status = text.flatMap(ResponseStatus.init(rawValue:)) ?? .failure
                 return ServiceReplyMessage(status: status == .success ? .failure : status, detail: text ?? "")
             default:
-                return ServiceReplyMessage(status: .failure, detail: "\(handler) returned a \(lua.typeName(at: first)), not a message table")
+                return ServiceReplyMessage(status: .failure, detail: "\(handler()) returned a \(lua.typeName(at: first)), not a message table")
             }
         }
     }

@@ -7,13 +7,23 @@ extension LuaRuntime {
     /// Makes a task around a new coroutine; the caller puts the function (and arguments) on
     /// its stack and enqueues it.
     func makeTask(origin: LuaTask.Origin) -> LuaTask {
-        let co = lua_newthread(state.pointer)!
-        let ref = state.ref()
-        let task = LuaTask(id: nextTaskID, origin: origin, thread: LuaState(co), threadRef: ref)
+        let thread: LuaState
+        let ref: Int32
+        if case .host = origin, let idle = idleThreads.popLast() {
+            (thread, ref) = idle
+        } else {
+            thread = LuaState(lua_newthread(state.pointer)!)
+            ref = state.ref()
+        }
+        let task = LuaTask(id: nextTaskID, origin: origin, thread: thread, threadRef: ref)
         nextTaskID += 1
         tasks[task.id] = task
         return task
     }
+
+    /// How many finished coroutines are kept for reuse: about as many provider calls as are
+    /// usually in flight at once.
+    static let idleThreadLimit = 64
 
     /// Queues `task` to be resumed with the `nargs` values on top of its stack.
     func enqueue(_ task: LuaTask, nargs: Int32) {
@@ -106,7 +116,7 @@ extension LuaRuntime {
             storeOutcome(handle: handle, on: co, state: TaskHandle.done)
         }
         co.pop(n)
-        retire(task)
+        retire(task, threadReusable: true)
     }
 
     private func fail(_ task: LuaTask) {
@@ -133,9 +143,15 @@ extension LuaRuntime {
         co.pop(2)
     }
 
-    private func retire(_ task: LuaTask) {
+    /// `threadReusable`: the task's coroutine finished normally (its stack is empty), so a
+    /// host-started task's coroutine can serve the next one.
+    private func retire(_ task: LuaTask, threadReusable: Bool = false) {
         tasks[task.id] = nil
-        state.unref(task.threadRef)
+        if threadReusable, case .host = task.origin, task.thread.top == 0, idleThreads.count < Self.idleThreadLimit {
+            idleThreads.append((task.thread, task.threadRef))
+        } else {
+            state.unref(task.threadRef)
+        }
         if let handle = task.handleRef {
             for waiter in task.waiters { wakeWaiter(waiter, handle: handle) }
             state.unref(handle)

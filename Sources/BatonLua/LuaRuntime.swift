@@ -30,6 +30,9 @@ public final class LuaRuntime: @unchecked Sendable {
     var nextTimerID = 1
     var keepAliveCount = 0
     var current: LuaTask?
+    /// Coroutines of host-started tasks that finished normally, kept for the next such task
+    /// (a provider call) instead of a new coroutine each time; with their registry references.
+    var idleThreads: [(thread: LuaState, ref: Int32)] = []
     var failed = false
     var exitCode: Int32?
     var finished = false

@@ -34,7 +34,6 @@ public final class AgentServer: @unchecked Sendable {
                     let connection = PeerConnection(
                         role: .server, eventLoop: channel.eventLoop, limits: limits, timing: timing, logger: logger)
                     connection.delegate = makeDelegate(connection)
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(limits: limits)))
                     try channel.pipeline.syncOperations.addHandler(connection)
                     registry.value.server?.track(connection, channel: channel)
                 }
@@ -90,7 +89,6 @@ public enum PeerConnector {
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(limits: limits)))
                     try channel.pipeline.syncOperations.addHandler(connection)
                 }
             }

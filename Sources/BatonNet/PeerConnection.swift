@@ -1,3 +1,4 @@
+import BatonCore
 import BatonWire
 import Logging
 import NIOCore
@@ -20,11 +21,14 @@ public enum PeerConnectionError: Error, Sendable, Equatable, CustomStringConvert
     }
 }
 
-/// One end of a Baton connection (Protocol/baton.proto): the handshake, request ids and their
-/// responses, app-service channels in both directions, keepalive, and the statuses everything
-/// pending gets when the connection ends. Lives on its channel's event loop.
+/// One end of a Baton connection (Protocol/baton.proto): the framing, the handshake, request
+/// ids and their responses, app-service channels in both directions, keepalive, and the
+/// statuses everything pending gets when the connection ends. Lives on its channel's event
+/// loop, as the first handler of its pipeline: it takes the socket's bytes and splits them into
+/// frames with a ``FrameDecoder`` itself, as `ByteToMessageHandler` would, without handing
+/// every frame through the pipeline.
 public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
-    public typealias InboundIn = FrameEvent
+    public typealias InboundIn = ByteBuffer
     public typealias OutboundOut = ByteBuffer
 
     /// Which end this is.
@@ -53,6 +57,25 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
     public private(set) var remoteAddress: SocketAddress?
 
     private let ownLimits: FrameLimits
+    /// Splits the bytes read into frames.
+    private var frameDecoder: FrameDecoder
+    /// Bytes read and not yet decoded.
+    private var inbound: ByteBuffer?
+    /// Set while frames are being decoded and handled: bytes that arrive meanwhile (a re-entrant
+    /// read) wait for that loop.
+    private var decodingInbound = false
+    /// The decoding error that stopped reading, if one has.
+    private var inboundError: (any Error)?
+    private var inboundState = InboundState.active
+
+    private enum InboundState {
+        /// Frames are decoded as bytes arrive.
+        case active
+        /// The input ended while frames were being handled: what is left is decoded after them.
+        case leftoversPending
+        /// The input ended and what was left has been decoded.
+        case done
+    }
     private var peerLimits = FrameLimits()
     private let timing: Timing
     private let hello: Baton_V1_Hello?
@@ -63,7 +86,7 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
     private var goodbyeReason: Baton_V1_Goodbye.Reason?
     private var nextRequestID: UInt64 = 1
     private var nextChannelID: UInt64 = 1
-    private var pending: [UInt64: (channel: UInt64?, promise: EventLoopPromise<Baton_V1_Frame>)] = [:]
+    private var pending: [UInt64: (channel: UInt64?, waiter: Waiter)] = [:]
     /// Open app-service channels.
     public private(set) var channels: Set<UInt64> = []
     private var lastRead = NIODeadline.now()
@@ -85,6 +108,7 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
         self.eventLoop = eventLoop
         self.hello = hello
         self.ownLimits = limits
+        self.frameDecoder = FrameDecoder(limits: limits)
         self.timing = timing
         self.delegate = delegate
         self.logger = logger
@@ -127,8 +151,14 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     public func channelInactive(context: ChannelHandlerContext) {
+        inputEnded(context: context)
         shutDown(reason: closedReason ?? "the peer closed the connection")
         context.fireChannelInactive()
+    }
+
+    public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event as? ChannelEvent == .some(.inputClosed) { inputEnded(context: context) }
+        context.fireUserInboundEventTriggered(event)
     }
 
     public func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -143,12 +173,105 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        lastRead = .now()
-        switch unwrapInboundIn(data) {
-        case .oversized(let oversized):
+        let bytes = unwrapInboundIn(data)
+        if let inboundError {
+            errorCaught(context: context, error: ByteToMessageDecoderError.dataReceivedInErrorState(inboundError, bytes))
+            return
+        }
+        if var buffered = inbound, buffered.readableBytes > 0 {
+            inbound = nil
+            buffered.writeImmutableBuffer(bytes)
+            inbound = buffered
+        } else {
+            inbound = bytes
+        }
+        // Re-entered while handling a frame: the loop below us takes the bytes.
+        guard !decodingInbound else { return }
+        decodeInbound(context: context, atEnd: false)
+        if inboundState == .leftoversPending {
+            decodeInbound(context: context, atEnd: true)
+            inboundState = .done
+        }
+    }
+
+    /// The input ended (EOF, or the connection closed): whole frames still buffered are handled,
+    /// and a partial one is a protocol error.
+    private func inputEnded(context: ChannelHandlerContext) {
+        guard inboundState == .active, inboundError == nil else { return }
+        if decodingInbound {
+            inboundState = .leftoversPending
+        } else {
+            decodeInbound(context: context, atEnd: true)
+            inboundState = .done
+        }
+    }
+
+    /// Decodes and handles frames until the bytes run out; `atEnd`, with EOF's rules. A
+    /// decoding error stops reading for good and goes to ``errorCaught(context:error:)``.
+    private func decodeInbound(context: ChannelHandlerContext, atEnd: Bool) {
+        decodingInbound = true
+        defer { decodingInbound = false }
+        // At the end the decoder is asked once even with no bytes (it may be skipping a frame).
+        var mayBeEmpty = atEnd
+        do throws(WireError) {
+            while inboundState == .active || atEnd {
+                var buffer: ByteBuffer
+                if let taken = inbound, taken.readableBytes > 0 {
+                    buffer = taken
+                } else if mayBeEmpty {
+                    buffer = inbound ?? ByteBuffer()
+                } else {
+                    return
+                }
+                mayBeEmpty = false
+                // Taken out while decoded from, so the buffer is never copied on write.
+                inbound = nil
+                let decoded: FrameDecoder.Decoded?
+                do throws(WireError) {
+                    decoded = try frameDecoder.decodeConvertingMessages(buffer: &buffer, seenEOF: atEnd)
+                } catch {
+                    keepInbound(&buffer)
+                    throw error
+                }
+                keepInbound(&buffer)
+                guard let decoded else { return }
+                lastRead = .now()
+                handle(decoded)
+            }
+        } catch {
+            inboundError = error
+            errorCaught(context: context, error: error)
+        }
+    }
+
+    /// Puts what is left of `buffer` back in front of any bytes that arrived meanwhile.
+    private func keepInbound(_ buffer: inout ByteBuffer) {
+        if var arrived = inbound, arrived.readableBytes > 0 {
+            inbound = nil
+            if buffer.readableBytes > 0 {
+                buffer.writeBuffer(&arrived)
+            } else {
+                buffer = arrived
+            }
+        }
+        if buffer.readableBytes == 0 {
+            inbound = nil
+            return
+        }
+        if buffer.readerIndex > 4096 { buffer.discardReadBytes() }
+        inbound = buffer
+    }
+
+    private func handle(_ decoded: FrameDecoder.Decoded) {
+        switch decoded {
+        case .event(.oversized(let oversized)):
             answerOversized(oversized)
-        case .frame(let frame):
+        case .event(.frame(let frame)):
             receive(frame)
+        case .serviceRequest(let request):
+            receive(request)
+        case .serviceResponse(let response):
+            receive(response)
         }
     }
 
@@ -228,27 +351,7 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
                 if response.status == .success && isOpen { channels.insert(request.channelID) }
             }
         case .serviceRequest(let request):
-            guard channels.contains(request.channelID) else {
-                respond(Baton_V1_Frame.with {
-                    $0.serviceResponse = .with { r in
-                        r.channelID = request.channelID
-                        r.requestID = request.requestID
-                        r.status = .appServiceConnectionClosed
-                        r.detail = "channel \(request.channelID) is not open"
-                    }
-                })
-                return
-            }
-            answer(delegate?.connection(self, request: request), frame: { r in Baton_V1_Frame.with { $0.serviceResponse = r } }) { tooLarge, detail in
-                Baton_V1_Frame.with {
-                    $0.serviceResponse = .with {
-                        $0.channelID = request.channelID
-                        $0.requestID = request.requestID
-                        $0.status = tooLarge != nil ? .messageSizeTooLarge : .failure
-                        $0.detail = detail
-                    }
-                }
-            }
+            receive(ServiceRequestFrame(wire: request))
         case .closeService(let close):
             guard channels.remove(close.channelID) != nil else { return }
             finishChannel(close.channelID, status: close.status)
@@ -261,7 +364,58 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
         case .describeResponse(let r): complete(r.requestID, frame)
         case .launchResponse(let r): complete(r.requestID, frame)
         case .openServiceResponse(let r): complete(r.requestID, frame)
-        case .serviceResponse(let r): complete(r.requestID, frame)
+        case .serviceResponse(let r): receive(ServiceResponseFrame(wire: r))
+        }
+    }
+
+    /// A ServiceRequest that came with its message already converted: the same rules as
+    /// ``receive(_:)-(Baton_V1_Frame)`` applies to one that came as a frame.
+    private func receive(_ request: ServiceRequestFrame) {
+        guard open else {
+            goodbye(.protocolError, role == .server ? "the first frame must be Hello" : "the first frame must be HelloAck")
+            return
+        }
+        if draining {
+            writeServiceResponse(
+                channelID: request.channelID, requestID: request.requestID, status: .remoteSystemUnavailable,
+                message: nil, detail: "the agent is shutting down")
+            return
+        }
+        guard channels.contains(request.channelID) else {
+            guard isOpen else { return }
+            writeServiceResponse(
+                channelID: request.channelID, requestID: request.requestID, status: .appServiceConnectionClosed,
+                message: nil, detail: "channel \(request.channelID) is not open")
+            return
+        }
+        guard let delegate else { return }
+        answersInFlight += 1
+        delegate.connection(self, request: request, responder: ServiceResponder(connection: self, request: request))
+    }
+
+    /// A ServiceResponse that came with its message already converted.
+    private func receive(_ response: ServiceResponseFrame) {
+        guard open else {
+            goodbye(.protocolError, role == .server ? "the first frame must be Hello" : "the first frame must be HelloAck")
+            return
+        }
+        guard let entry = pending.removeValue(forKey: response.requestID) else {
+            logger.debug("response to no pending request", metadata: ["request": "\(response.requestID)"])
+            return
+        }
+        switch entry.waiter {
+        case .service(let completion):
+            completion(.success(response))
+        case .frame(let promise):
+            // Asked for something else: the caller reads the body it expected, which is not there.
+            promise.succeed(Baton_V1_Frame.with {
+                $0.serviceResponse = .with {
+                    $0.channelID = response.channelID
+                    $0.requestID = response.requestID
+                    $0.status = response.status
+                    $0.detail = response.detail
+                }
+            })
         }
     }
 
@@ -348,6 +502,56 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
+    /// Answers a request the delegate got through a ``ServiceResponder``: the message goes only
+    /// with `success`; an answer over the peer's frame limit becomes `message_size_too_large`.
+    func answerService(_ request: ServiceRequestFrame, status: ResponseStatus, message: ValueDictionary?, detail: String) {
+        answersInFlight -= 1
+        defer { if answersInFlight == 0 { drained?() } }
+        guard isOpen || draining else { return }
+        let problem = writeServiceResponse(
+            channelID: request.channelID, requestID: request.requestID, status: Baton_V1_ResponseStatus(status),
+            message: status == .success ? message : nil, detail: detail)
+        if case .tooLarge(let size, let limit)? = problem {
+            logger.warning("answer over the peer's frame limit", metadata: ["size": "\(size)", "limit": "\(limit)"])
+            writeServiceResponse(
+                channelID: request.channelID, requestID: request.requestID, status: .messageSizeTooLarge, message: nil,
+                detail: "the answer is \(size) bytes, over this client's limit of \(limit)")
+        }
+    }
+
+    /// Answers `success` with a message whose entries `entries` writes straight into the frame;
+    /// false, with nothing answered, when `entries` gives up (answer another way then).
+    func answerService(_ request: ServiceRequestFrame, entries: (inout ProtoWriter) -> Bool) -> Bool {
+        if isOpen || draining {
+            var written = true
+            let problem = write { out, limit throws(WireError) in
+                written = try FrameEncoder.encodeServiceResponse(
+                    channelID: request.channelID, requestID: request.requestID, into: &out, maxFrameSize: limit, entries: entries)
+            }
+            guard written else { return false }
+            if case .tooLarge(let size, let limit)? = problem {
+                logger.warning("answer over the peer's frame limit", metadata: ["size": "\(size)", "limit": "\(limit)"])
+                writeServiceResponse(
+                    channelID: request.channelID, requestID: request.requestID, status: .messageSizeTooLarge, message: nil,
+                    detail: "the answer is \(size) bytes, over this client's limit of \(limit)")
+            }
+        }
+        answersInFlight -= 1
+        if answersInFlight == 0 { drained?() }
+        return true
+    }
+
+    @discardableResult
+    private func writeServiceResponse(
+        channelID: UInt64, requestID: UInt64, status: Baton_V1_ResponseStatus, message: ValueDictionary?, detail: String
+    ) -> PeerConnectionError? {
+        write { out, limit throws(WireError) in
+            try FrameEncoder.encodeServiceResponse(
+                channelID: channelID, requestID: requestID, status: status, message: message, detail: detail,
+                into: &out, maxFrameSize: limit)
+        }
+    }
+
     private func respond(_ frame: Baton_V1_Frame) {
         guard isOpen else { return }
         write(frame)
@@ -386,20 +590,32 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
             logger.debug("response to no pending request", metadata: ["request": "\(requestID)"])
             return
         }
-        entry.promise.succeed(frame)
+        switch entry.waiter {
+        case .frame(let promise):
+            promise.succeed(frame)
+        case .service(let completion):
+            // Asked for a service answer and got another kind: the body it expected is not there.
+            completion(.success(ServiceResponseFrame(wire: Baton_V1_ServiceResponse())))
+        }
     }
 
     // MARK: sending
 
     @discardableResult
     private func write(_ frame: Baton_V1_Frame) -> PeerConnectionError? {
+        write { out, limit throws(WireError) in try FrameEncoder.encode(frame, into: &out, maxFrameSize: limit) }
+    }
+
+    /// Appends what `encode` writes (one frame, refused over the peer's limit) to the outbox.
+    @discardableResult
+    private func write(_ encode: (inout ByteBuffer, _ limit: Int) throws(WireError) -> Void) -> PeerConnectionError? {
         guard let context, closedReason == nil else { return .closed(closedReason ?? "not connected") }
         // Taken out while written to, so the buffer is never copied on write.
         var buffer = outbox ?? context.channel.allocator.buffer(capacity: 256)
         outbox = nil
         defer { outbox = buffer }
-        do {
-            try FrameEncoder.encode(frame, into: &buffer, maxFrameSize: peerLimits.maxFrameSize)
+        do throws(WireError) {
+            try encode(&buffer, peerLimits.maxFrameSize)
         } catch {
             if case .frameTooLarge(let size, let limit) = error { return .tooLarge(size: size, limit: limit) }
             return .closed("\(error)")
@@ -437,7 +653,7 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
         if let error = write(build(id)) {
             promise.fail(error)
         } else {
-            pending[id] = (channel, promise)
+            pending[id] = (channel, .frame(promise))
         }
         return promise.futureResult
     }
@@ -473,18 +689,26 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
-    /// Sends a request on an open channel (either end may).
-    public func send(channel: UInt64, message: Baton_V1_Dictionary) -> EventLoopFuture<Baton_V1_ServiceResponse> {
-        guard channels.contains(channel) else { return eventLoop.makeFailedFuture(PeerConnectionError.noSuchChannel(channel)) }
-        return request(channel: channel) { id in
-            .with {
-                $0.serviceRequest = .with {
-                    $0.channelID = channel
-                    $0.requestID = id
-                    $0.message = message
-                }
-            }
-        }.map { $0.serviceResponse }
+    /// Sends a request on an open channel (either end may). `completion` runs once, on the
+    /// loop: with the peer's response, or with why there is none (``PeerConnectionError``).
+    /// Call on the loop.
+    public func send(
+        channel: UInt64, message: ValueDictionary,
+        completion: @escaping (Result<ServiceResponseFrame, PeerConnectionError>) -> Void
+    ) {
+        guard channels.contains(channel) else { return completion(.failure(.noSuchChannel(channel))) }
+        eventLoop.preconditionInEventLoop()
+        guard isOpen else { return completion(.failure(.closed(closedReason ?? "not connected"))) }
+        let id = nextRequestID
+        nextRequestID += 1
+        let problem = write { out, limit throws(WireError) in
+            try FrameEncoder.encodeServiceRequest(channelID: channel, requestID: id, message: message, into: &out, maxFrameSize: limit)
+        }
+        if let problem {
+            completion(.failure(problem))
+        } else {
+            pending[id] = (channel, .service(completion))
+        }
     }
 
     /// Closes a channel from this end: the peer hears `status`; requests this end still waits
@@ -501,16 +725,23 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     private func failRequests(onChannel channel: UInt64) {
+        let detail = "the channel closed before the answer came"
         for (id, entry) in pending where entry.channel == channel {
             pending[id] = nil
-            entry.promise.succeed(.with {
-                $0.serviceResponse = .with {
-                    $0.channelID = channel
-                    $0.requestID = id
-                    $0.status = .appServiceConnectionClosed
-                    $0.detail = "the channel closed before the answer came"
-                }
-            })
+            switch entry.waiter {
+            case .service(let completion):
+                completion(.success(ServiceResponseFrame(
+                    channelID: channel, requestID: id, status: .appServiceConnectionClosed, detail: detail)))
+            case .frame(let promise):
+                promise.succeed(.with {
+                    $0.serviceResponse = .with {
+                        $0.channelID = channel
+                        $0.requestID = id
+                        $0.status = .appServiceConnectionClosed
+                        $0.detail = detail
+                    }
+                })
+            }
         }
     }
 
@@ -561,13 +792,45 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
         handshake = nil
         let requests = pending
         pending = [:]
-        for (_, entry) in requests { entry.promise.fail(PeerConnectionError.closed(reason)) }
+        for (_, entry) in requests {
+            switch entry.waiter {
+            case .frame(let promise): promise.fail(PeerConnectionError.closed(reason))
+            case .service(let completion): completion(.failure(.closed(reason)))
+            }
+        }
         let status: Baton_V1_ClosedStatus = goodbyeReason == .shutdown ? .canceled : .unknown
         let open = channels
         channels = []
         for channel in open.sorted() { delegate?.connection(self, channelClosed: channel, status: status) }
         delegate?.connectionClosed(self, reason: reason)
         delegate = nil
+    }
+}
+
+/// What waits for a response: a promise for the frame, or a service request's callback.
+private enum Waiter {
+    case frame(EventLoopPromise<Baton_V1_Frame>)
+    case service((Result<ServiceResponseFrame, PeerConnectionError>) -> Void)
+}
+
+/// Answers one service request, once, on the connection's loop. The delegate gets one with
+/// each request and must use it exactly once: every request gets exactly one response.
+public struct ServiceResponder: Sendable {
+    let connection: PeerConnection
+    let request: ServiceRequestFrame
+
+    /// Sends the answer: `message` goes with `success` only; an answer over the peer's frame
+    /// limit is sent as `message_size_too_large` instead.
+    public func respond(_ status: ResponseStatus, message: ValueDictionary? = nil, detail: String = "") {
+        connection.answerService(request, status: status, message: message, detail: detail)
+    }
+
+    /// Answers `success` with a message whose entries `entries` writes straight into the frame
+    /// (see `ProtoWriter.entry(key:value:)`), as ``respond(_:message:detail:)`` would with the
+    /// same message as Values. Returns false, answering nothing, when `entries` gives up: the
+    /// request still waits for its one answer.
+    package func respond(entries: (inout ProtoWriter) -> Bool) -> Bool {
+        connection.answerService(request, entries: entries)
     }
 }
 

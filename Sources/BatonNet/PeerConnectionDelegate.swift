@@ -1,3 +1,4 @@
+import BatonCore
 import BatonWire
 import NIOCore
 
@@ -11,8 +12,9 @@ public protocol PeerConnectionDelegate: AnyObject, Sendable {
     func connection(_ connection: PeerConnection, launch request: Baton_V1_LaunchRequest) -> EventLoopFuture<Baton_V1_LaunchResponse>
     /// Opening a channel: answer SUCCESS to accept it (the connection then tracks it).
     func connection(_ connection: PeerConnection, open request: Baton_V1_OpenServiceRequest) -> EventLoopFuture<Baton_V1_OpenServiceResponse>
-    /// A request on an open channel.
-    func connection(_ connection: PeerConnection, request: Baton_V1_ServiceRequest) -> EventLoopFuture<Baton_V1_ServiceResponse>
+    /// A request on an open channel: answer it through `responder`, exactly once, on the loop
+    /// (at once or later).
+    func connection(_ connection: PeerConnection, request: ServiceRequestFrame, responder: ServiceResponder)
     /// A channel ended: closed by either side, or lost with the connection.
     func connection(_ connection: PeerConnection, channelClosed channelID: UInt64, status: Baton_V1_ClosedStatus)
     /// The connection is gone; `reason` says why, for logs.
@@ -44,13 +46,8 @@ extension PeerConnectionDelegate {
         return connection.eventLoop.makeSucceededFuture(response)
     }
 
-    public func connection(_ connection: PeerConnection, request: Baton_V1_ServiceRequest) -> EventLoopFuture<Baton_V1_ServiceResponse> {
-        var response = Baton_V1_ServiceResponse()
-        response.channelID = request.channelID
-        response.requestID = request.requestID
-        response.status = .failure
-        response.detail = "nothing here answers requests on this channel"
-        return connection.eventLoop.makeSucceededFuture(response)
+    public func connection(_ connection: PeerConnection, request: ServiceRequestFrame, responder: ServiceResponder) {
+        responder.respond(.failure, detail: "nothing here answers requests on this channel")
     }
 
     public func connection(_ connection: PeerConnection, channelClosed channelID: UInt64, status: Baton_V1_ClosedStatus) {}

@@ -68,6 +68,7 @@ struct ProtoReader {
     }
 
     /// The bytes of a length-delimited field, valid as long as the reader's.
+    @inline(__always)
     mutating func lengthDelimited() throws(Malformed) -> UnsafeRawBufferPointer {
         let length = try varint()
         guard length <= UInt64(end - index), let base else {

@@ -9,7 +9,7 @@ import NIOCore
 /// defaults left out) into memory of its own, then hands the bytes over in one copy. Writing
 /// byte by byte through `ByteBuffer`'s checked API, or through SwiftProtobuf's generic
 /// visitors, cost tens of thousands of instructions per request; this costs a few hundred.
-struct ProtoWriter: ~Copyable {
+package struct ProtoWriter: ~Copyable {
     /// Protobuf wire types.
     enum WireType: UInt64 {
         case varint = 0
@@ -154,6 +154,22 @@ struct ProtoWriter: ~Copyable {
         let lengthAt = count
         count += 1
         message.encode(to: &self)
+        return finishLengthPrefix(at: lengthAt)
+    }
+
+    /// As ``lengthPrefixed(_:)-(M)``, for the fields `body` writes.
+    @discardableResult
+    mutating func lengthPrefixed(_ body: (inout ProtoWriter) -> Void) -> Int {
+        reserve(1)
+        let lengthAt = count
+        count += 1
+        body(&self)
+        return finishLengthPrefix(at: lengthAt)
+    }
+
+    /// Writes the length of what follows the byte kept at `lengthAt` there, moving it along if
+    /// the length needs more than that byte; returns the length.
+    private mutating func finishLengthPrefix(at lengthAt: Int) -> Int {
         let start = lengthAt + 1
         let length = count - start
         if length < 0x80 {

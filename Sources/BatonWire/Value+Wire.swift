@@ -191,13 +191,13 @@ struct WireValueReader {
 }
 
 /// Dates on the wire: microseconds since 1970-01-01T00:00:00Z.
-enum WireDate {
+package enum WireDate {
     /// 1970 → 2001 (Date's reference date) in microseconds.
     static let referenceOffset: Int64 = 978_307_200 * 1_000_000
 
     /// `date` in microseconds since 1970, rounded to the nearest; clamped to Int64's range
     /// (NaN gives 0).
-    static func microseconds(_ date: Date) -> Int64 {
+    package static func microseconds(_ date: Date) -> Int64 {
         // From the reference date, where a Date's Double is exact, then shifted in integers.
         let sinceReference = (date.timeIntervalSinceReferenceDate * 1_000_000).rounded()
         guard let micros = Int64(exactly: sinceReference) else {
@@ -209,7 +209,7 @@ enum WireDate {
     }
 
     /// The date `microseconds` after 1970.
-    static func date(_ microseconds: Int64) -> Date {
+    package static func date(_ microseconds: Int64) -> Date {
         let (sinceReference, overflow) = microseconds.subtractingReportingOverflow(referenceOffset)
         if overflow { return Date(timeIntervalSince1970: Double(microseconds) / 1_000_000) }
         return Date(timeIntervalSinceReferenceDate: Double(sinceReference) / 1_000_000)

@@ -184,7 +184,10 @@ func rawPingPong(size: Int, count: Int) throws -> [Double] {
 }
 
 /// Runs every network figure and prints its rows.
-func networkBench(baton: String) throws {
+/// `requestsOnly` (profiling runs) stops after the request/response figures; the environment's
+/// BATON_BENCH_SCALE (default 1) divides their counts.
+func networkBench(baton: String, requestsOnly: Bool = false) throws {
+    let scale = requestsOnly ? max(1, Int(ProcessInfo.processInfo.environment["BATON_BENCH_SCALE"] ?? "") ?? 1) : 1
     let agent = try AgentProcess(baton: baton)
     defer { agent.stop() }
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -199,15 +202,19 @@ func networkBench(baton: String) throws {
     guard let channel = opened else { throw BenchError("open: \(status) \(detail)") }
 
     let driver = RequestDriver(channel: channel, message: message, loop: loop)
-    _ = try driver.roundTrips(2000) // warm up
-    let rtt = try driver.roundTrips(20000).sorted()
-    let raw = try rawPingPong(size: 100, count: 20000).sorted()
+    _ = try driver.roundTrips(2000 / scale) // warm up
+    let rtt = try driver.roundTrips(20000 / scale).sorted()
+    let raw = try rawPingPong(size: 100, count: 20000 / scale).sorted()
     let p50 = percentile(rtt, 0.5), p99 = percentile(rtt, 0.99), raw50 = percentile(raw, 0.5), raw99 = percentile(raw, 0.99)
     row("request/response, loopback, ~100 B: p50", "\(fmt(p50)) µs", "raw TCP ping-pong \(fmt(raw50)) µs (\(fmt(p50 / raw50))×)", "≤ 60 µs, ≤ 3×", p50 <= 60 && p50 <= 3 * raw50)
     row("request/response, loopback, ~100 B: p99", "\(fmt(p99)) µs", "raw TCP ping-pong \(fmt(raw99)) µs", "", nil)
 
-    let throughput = try driver.pipelined(total: 200_000, window: 64)
+    let throughput = try driver.pipelined(total: 200_000 / scale, window: 64)
     row("pipelined, 1 connection, 64 in flight", "\(Int(throughput)) msg/s", "sequential \(Int(1e6 / p50)) msg/s", "≥ 200000/s", throughput >= 200_000)
+    if requestsOnly {
+        channel.close()
+        return
+    }
 
     // Launch with a Lua launch function.
     let launchRequest = LaunchRequest(uri: "bench:x", appID: "bench")

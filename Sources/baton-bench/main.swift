@@ -129,6 +129,14 @@ let args = CommandLine.arguments
 let batonPath = args.count > 1 ? args[1] : "baton"
 let emptyScript = args.count > 2 ? args[2] : "/dev/null"
 
+// For profiling runs only: BATON_BENCH_ONLY=requests measures the request/response figures
+// alone (no in-process figures, no launch or memory rows). The default runs everything.
+let onlyRequests = ProcessInfo.processInfo.environment["BATON_BENCH_ONLY"] == "requests"
+if onlyRequests {
+    do { try networkBench(baton: batonPath, requestsOnly: true) } catch { print("network benchmark failed: \(error)") }
+    exit(0)
+}
+
 let f = try measureInProcess()
 let ns = 1e9, us = 1e6
 print("Baton benchmark (each figure beside its baseline from this run; best of 7 rounds)")

@@ -1,0 +1,219 @@
+import BatonCore
+import BatonWire
+import Foundation
+import NIOCore
+import Testing
+
+/// Service frames take a short path both ways (Values straight to bytes and back, without the
+/// generated types); it must write the same bytes and read the same results as the general one,
+/// for every input, the odd and the malformed included.
+@Suite("Service frames on the short path")
+struct ServiceFrameTests {
+    static let messages: [ValueDictionary] = [
+        [:],
+        ["Type": "ping", "n": .int(-5), "big": .int(.max), "d": .double(-0.0), "b": .bool(false), "t": .bool(true)],
+        [
+            "when": .date(Date(timeIntervalSince1970: 1_700_000_000.123456)),
+            "u": .uuid(UUID(uuidString: "8E1F1A1C-3D7B-4E55-9D6C-0A1B2C3D4E5F")!), "raw": .bytes([0, 1, 255]),
+            "empty": .bytes([]), "": .string(""), "ünï": .string("cödé ✓"),
+        ],
+        ["list": .array([.int(1), .int(2)]), "none": .array([]), "nested": .dictionary(["deep": .array([.dictionary(["x": .string("")])])])],
+        ["long": .string(String(repeating: "y", count: 20_000)), "many": .array((0..<300).map { .int(Int64($0)) })],
+    ]
+
+    // MARK: writing
+
+    @Test("a ServiceRequest written from Values is the generated types' bytes", arguments: messages.indices)
+    func requestBytes(_ index: Int) throws {
+        let message = Self.messages[index]
+        var direct = ByteBuffer()
+        try FrameEncoder.encodeServiceRequest(channelID: 3, requestID: 300, message: message, into: &direct, maxFrameSize: FrameLimits.hardLimit)
+        let general = try framed(.with {
+            $0.serviceRequest = .with { $0.channelID = 3; $0.requestID = 300; $0.message = Baton_V1_Dictionary(message) }
+        })
+        #expect(direct == general)
+    }
+
+    @Test("a ServiceResponse written from Values is the generated types' bytes", arguments: messages.indices)
+    func responseBytes(_ index: Int) throws {
+        let message = Self.messages[index]
+        for (status, withMessage, detail) in [(Baton_V1_ResponseStatus.success, true, ""), (.failure, false, "why"), (.success, false, "x")] {
+            var direct = ByteBuffer()
+            try FrameEncoder.encodeServiceResponse(
+                channelID: 0, requestID: 9, status: status, message: withMessage ? message : nil, detail: detail,
+                into: &direct, maxFrameSize: FrameLimits.hardLimit)
+            let general = try framed(.with {
+                $0.serviceResponse = .with {
+                    $0.requestID = 9
+                    $0.status = status
+                    if withMessage { $0.message = Baton_V1_Dictionary(message) }
+                    $0.detail = detail
+                }
+            })
+            #expect(direct == general)
+        }
+    }
+
+    @Test("over the limit: frameTooLarge, nothing written")
+    func tooLarge() throws {
+        var out = ByteBuffer()
+        #expect(throws: WireError.self) {
+            try FrameEncoder.encodeServiceRequest(channelID: 1, requestID: 1, message: Self.messages[4], into: &out, maxFrameSize: 1000)
+        }
+        #expect(out.readableBytes == 0)
+    }
+
+    // MARK: reading
+
+    /// What the general path makes of `payload`: the frame, its message converted afterwards.
+    static func general(_ payload: [UInt8]) -> Result<FrameDecoder.Decoded?, WireError> {
+        var input = withLengthPrefix(payload)
+        var decoder = FrameDecoder(limits: FrameLimits(maxFrameSize: FrameLimits.hardLimit))
+        do throws(WireError) {
+            switch try decoder.decode(buffer: &input) {
+            case nil: return .success(nil)
+            case .frame(let frame)?:
+                switch frame.body {
+                case .serviceRequest(let r)?: return .success(.serviceRequest(ServiceRequestFrame(wire: r)))
+                case .serviceResponse(let r)?: return .success(.serviceResponse(ServiceResponseFrame(wire: r)))
+                default: return .success(.event(.frame(frame)))
+                }
+            case let event?: return .success(.event(event))
+            }
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// What the short path makes of `payload`.
+    static func short(_ payload: [UInt8]) -> Result<FrameDecoder.Decoded?, WireError> {
+        var input = withLengthPrefix(payload)
+        var decoder = FrameDecoder(limits: FrameLimits(maxFrameSize: FrameLimits.hardLimit))
+        do throws(WireError) {
+            return .success(try decoder.decodeConvertingMessages(buffer: &input, seenEOF: false))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    @Test("well-formed requests and responses read the same both ways", arguments: messages.indices)
+    func wellFormed(_ index: Int) throws {
+        let message = Self.messages[index]
+        let request = try framedBytes(.with {
+            $0.serviceRequest = .with { $0.channelID = 7; $0.requestID = 8; $0.message = Baton_V1_Dictionary(message) }
+        })
+        let response = try framedBytes(.with {
+            $0.serviceResponse = .with { $0.requestID = 8; $0.status = .success; $0.message = Baton_V1_Dictionary(message); $0.detail = "d" }
+        })
+        for framedPayload in [request, response] {
+            var buffer = ByteBuffer(bytes: framedPayload)
+            _ = try Varint.read(from: &buffer)
+            let payload = Array(buffer.readableBytesView)
+            let short = Self.short(payload)
+            #expect(short == Self.general(payload))
+            if case .success(.serviceRequest(let r)?) = short { #expect(r.message.values == .success(message)) }
+            if case .success(.serviceResponse(let r)?) = short { #expect(r.message == .success(message)) }
+        }
+    }
+
+    // Protobuf pieces for hand-made payloads.
+    static func varint(_ v: UInt64) -> [UInt8] {
+        var v = v, out: [UInt8] = []
+        while v >= 0x80 { out.append(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
+        return out + [UInt8(v)]
+    }
+    static func field(_ n: UInt64, varint v: UInt64) -> [UInt8] { varint(n << 3) + varint(v) }
+    static func field(_ n: UInt64, _ bytes: [UInt8]) -> [UInt8] { varint(n << 3 | 2) + varint(UInt64(bytes.count)) + bytes }
+    static func field(_ n: UInt64, _ text: String) -> [UInt8] { field(n, Array(text.utf8)) }
+    static func entry(_ key: String, _ value: [UInt8]) -> [UInt8] { field(1, field(1, key) + field(2, value)) }
+    static func request(_ message: [UInt8], head: [UInt8] = field(1, varint: 1) + field(2, varint: 2)) -> [UInt8] {
+        field(9, head + field(3, message))
+    }
+    static func zigzag(_ i: Int64) -> UInt64 { UInt64(bitPattern: (i << 1) ^ (i >> 63)) }
+
+    static let odd: [(String, [UInt8])] = {
+        let one = field(1, "a"), two = field(1, "b")
+        let int = field(2, varint: zigzag(4))
+        var cases: [(String, [UInt8])] = [
+            ("canonical", request(entry("k", one))),
+            ("a value with two kinds: the last wins", request(entry("k", one + int))),
+            ("a string seen twice", request(entry("k", one + two))),
+            ("an entry without a value", request(field(1, field(1, "k")))),
+            ("a value without a kind", request(entry("k", []))),
+            ("the value before the key", request(field(1, field(2, one) + field(1, "k")))),
+            ("a key seen twice", request(field(1, field(1, "j") + field(1, "k") + field(2, one)))),
+            ("a value seen twice: merged", request(field(1, field(1, "k") + field(2, one) + field(2, int)))),
+            ("a repeated key", request(entry("k", one) + entry("k", int))),
+            ("a mixed array", request(entry("a", field(8, field(1, one) + field(1, int))))),
+            ("an array seen twice: merged", request(entry("a", field(8, field(1, one)) + field(8, field(1, two))))),
+            ("a dictionary seen twice: merged", request(entry("d", field(9, entry("x", one)) + field(9, entry("y", two))))),
+            ("a uuid of 15 bytes", request(entry("u", field(6, [UInt8](repeating: 1, count: 15))))),
+            ("a uuid of 16 bytes", request(entry("u", field(6, [UInt8](repeating: 1, count: 16))))),
+            ("a string that is not UTF-8", request(entry("k", field(1, [0xC3, 0x28])))),
+            ("a key that is not UTF-8", request(field(1, field(1, [0xFF]) + field(2, one)))),
+            ("an unknown field in a value", request(entry("k", one + field(15, varint: 1)))),
+            ("an unknown field in the request", request(entry("k", one), head: field(1, varint: 1) + field(12, varint: 5))),
+            ("a known field with another wire type", request(entry("k", field(2, "x") + one))),
+            ("ids out of order", request(entry("k", one), head: field(2, varint: 2) + field(1, varint: 1))),
+            ("ids seen twice", request(entry("k", one), head: field(1, varint: 1) + field(1, varint: 3))),
+            ("the message seen twice: merged", field(9, field(3, entry("a", one)) + field(3, entry("b", two)))),
+            ("no message", field(9, field(1, varint: 1))),
+            ("an empty request", field(9, [])),
+            ("a second body after it", request(entry("k", one)) + field(12, field(1, varint: 1))),
+            ("a request then a response body: the last wins", request(entry("k", one)) + field(10, field(3, varint: 1))),
+            ("a truncated value", field(9, field(3, field(1, field(1, "k") + varint(2 << 3 | 2) + varint(10) + [1])))),
+            ("a date, a double, a bool, bytes", request(
+                entry("t", field(5, varint: zigzag(-7))) + entry("d", varint(3 << 3 | 1) + [0, 0, 0, 0, 0, 0, 0xF0, 0x3F])
+                    + entry("b", field(4, varint: 2)) + entry("r", field(7, [9, 8])))),
+            ("a response", field(10, field(1, varint: 1) + field(2, varint: 2) + field(3, varint: 1) + field(4, entry("k", one)) + field(5, "ok"))),
+            ("a response with an unknown status", field(10, field(2, varint: 2) + field(3, varint: 999))),
+            ("a response with a mixed array", field(10, field(3, varint: 1) + field(4, entry("a", field(8, field(1, one) + field(1, int)))))),
+            ("a response, fields out of order", field(10, field(5, "ok") + field(2, varint: 2))),
+        ]
+        // 70 dictionaries deep: past Value's limit of 64.
+        var deep = entry("leaf", int)
+        for _ in 0..<69 { deep = entry("d", field(9, deep)) }
+        cases.append(("nested 70 deep", request(deep)))
+        var ok = entry("leaf", int)
+        for _ in 0..<60 { ok = entry("d", field(9, ok)) }
+        cases.append(("nested 61 deep", request(ok)))
+        var wide: [UInt8] = []
+        for i in 0..<20 { wide += entry("k\(i % 19)", one) }
+        cases.append(("20 members, one key twice", request(wide)))
+        return cases
+    }()
+
+    @Test("odd and malformed service frames: the same result or the same error as the general path", arguments: odd.indices)
+    func oddFrames(_ index: Int) {
+        let (name, payload) = Self.odd[index]
+        let short = Self.short(payload), general = Self.general(payload)
+        #expect(short == general, "\(name)")
+    }
+
+    @Test("strings: well-formed UTF-8 is read, anything else (RFC 3629) is a malformed frame")
+    func utf8() throws {
+        let valid: [[UInt8]] = [
+            [0x7F], [0xC2, 0x80], [0xDF, 0xBF], [0xE0, 0xA0, 0x80], [0xED, 0x9F, 0xBF], [0xEE, 0x80, 0x80],
+            [0xEF, 0xBF, 0xBF], [0xF0, 0x90, 0x80, 0x80], [0xF4, 0x8F, 0xBF, 0xBF], Array("abcdefghé".utf8),
+        ]
+        let invalid: [[UInt8]] = [
+            [0x80], [0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF0, 0x80, 0x80, 0x80],
+            [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80], [0xFF], [0xC2], [0xE0, 0xA0], Array("abcdefgh".utf8) + [0xC3],
+        ]
+        for bytes in valid + invalid {
+            let payload = Self.field(1, Self.field(3, bytes))  // Hello.device_name
+            var input = withLengthPrefix(payload)
+            var decoder = FrameDecoder()
+            let event = try? decoder.decode(buffer: &input)
+            if valid.contains(bytes) {
+                guard case .frame(let frame)? = event else {
+                    Issue.record("\(bytes) refused")
+                    continue
+                }
+                #expect(Array(frame.hello.deviceName.utf8) == bytes)
+            } else {
+                #expect(event == nil, "\(bytes) accepted")
+            }
+        }
+    }
+}
