@@ -120,7 +120,8 @@ func fmt(_ x: Double, _ digits: Int = 1) -> String {
 
 func row(_ what: String, _ figure: String, _ baseline: String, _ target: String, _ ok: Bool?) {
     let mark = ok.map { $0 ? "ok" : "MISSED" } ?? ""
-    func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }
+    // At least one space between columns, however long a cell.
+    func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s + " " : s + String(repeating: " ", count: n - s.count) }
     print(pad(what, 46) + pad(figure, 12) + pad(baseline, 40) + pad(target, 12) + mark)
     fflush(nil) // each row as soon as it is measured
 }
