@@ -313,11 +313,17 @@ public final class MDNSTransport: MDNSMessageTransport, @unchecked Sendable {
                 try channel.pipeline.syncOperations.addHandler(handler)
             }
         }
+        return bind(bootstrap, family: family, port: configuration.port)
+    }
+
+    /// Binds `bootstrap` to `family`'s wildcard address on `port`, then turns on packet info and
+    /// sets the hop limits; a channel that cannot take them is closed again.
+    private func bind(_ bootstrap: DatagramBootstrap, family: MDNSAddressFamily, port: Int) -> EventLoopFuture<any Channel> {
         let address: SocketAddress
         do {
             // Parsed, not resolved: getaddrinfo would refuse "::" on a host without a global IPv6
             // address (AI_ADDRCONFIG), yet link-local IPv6 is all mDNS needs.
-            address = try SocketAddress(ipAddress: family == .ipv4 ? "0.0.0.0" : "::", port: configuration.port)
+            address = try SocketAddress(ipAddress: family == .ipv4 ? "0.0.0.0" : "::", port: port)
         } catch {
             return eventLoop.makeFailedFuture(error)
         }
@@ -353,20 +359,7 @@ public final class MDNSTransport: MDNSMessageTransport, @unchecked Sendable {
                 try channel.pipeline.syncOperations.addHandler(handler)
             }
         }
-        let address: SocketAddress
-        do {
-            address = try SocketAddress(ipAddress: family == .ipv4 ? "0.0.0.0" : "::", port: 0)
-        } catch {
-            return eventLoop.makeFailedFuture(error)
-        }
-        return bootstrap.bind(to: address).flatMap { channel in
-            channel.setOption(.receivePacketInfo, value: true).flatMap {
-                Self.setHopLimits(on: channel, family: family)
-            }.flatMapError { error in
-                channel.close(promise: nil)
-                return channel.eventLoop.makeFailedFuture(error)
-            }.map { channel }
-        }
+        return bind(bootstrap, family: family, port: 0)
     }
 
     /// TTL / hop limit 255 for multicast and unicast (RFC 6762 §11), multicast loopback on.
