@@ -39,6 +39,7 @@ public struct AccountFingerprint: Sendable, Hashable, CustomStringConvertible {
         return stride(from: 0, to: 16, by: 4).map { String(head[$0..<$0 + 4]) }.joined(separator: "-")
     }
 
+    /// The short form.
     public var description: String { short }
 
     private static func nibble(_ c: UInt8) -> UInt8? {

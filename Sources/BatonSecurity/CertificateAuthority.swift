@@ -22,6 +22,7 @@ public struct CertificateAuthority: Sendable {
     /// Clocks of devices disagree; certificates start this long before they are made.
     static let backdating: TimeInterval = 3600
 
+    /// The authority whose certificate is `certificate` and whose key is `key`.
     public init(certificate: Certificate, key: Certificate.PrivateKey) {
         self.certificate = certificate
         self.key = key

@@ -6,10 +6,15 @@ import X509
 /// path (`baton account export-device` / `import`): the account's CA certificate, and a device
 /// id, key and certificate the CA made for it. It holds a private key: it is a secret.
 public struct DeviceBundle: Sendable {
+    /// The new device's id, as its certificate names it.
     public var deviceID: String
+    /// The name it was made for.
     public var name: String
+    /// The account's CA certificate.
     public var accountCertificate: Certificate
+    /// The new device's certificate, signed by the account's CA.
     public var certificate: Certificate
+    /// The new device's key.
     public var key: Certificate.PrivateKey
 
     static let format = "baton-device-bundle"

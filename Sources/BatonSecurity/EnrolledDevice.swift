@@ -18,6 +18,7 @@ public struct EnrolledDevice: Sendable, Equatable {
     /// When it was enrolled.
     public var enrolled: Date
 
+    /// A record with the given fields.
     public init(id: String, name: String, serial: String, enrolled: Date) {
         self.id = id
         self.name = name

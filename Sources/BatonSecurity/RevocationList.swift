@@ -12,9 +12,11 @@ import Foundation
 public struct RevocationList: Sendable, Equatable {
     /// One revoked device.
     public struct Entry: Sendable, Equatable {
+        /// The device's id.
         public var id: String
         /// Its certificate's serial number in hex.
         public var serial: String
+        /// When it was revoked (whole seconds).
         public var revoked: Date
     }
 
@@ -22,6 +24,7 @@ public struct RevocationList: Sendable, Equatable {
     public var account: AccountFingerprint
     /// Counts up with every revocation.
     public var version: Int
+    /// The devices revoked, in the order they were.
     public var entries: [Entry]
 
     static let file = "revocations.json"

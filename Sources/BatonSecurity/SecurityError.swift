@@ -8,6 +8,7 @@ public enum SecurityError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A certificate is not one this account issued, has expired, or was revoked.
     case refused(String)
 
+    /// The reason, for people.
     public var description: String {
         switch self {
         case .storage(let why), .damaged(let why), .refused(let why): why
