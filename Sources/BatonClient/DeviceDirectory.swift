@@ -202,9 +202,8 @@ public final class DeviceDirectory: @unchecked Sendable {
         merged.sources = entry.device.sources.union([.mdns])
         if !entry.peers.isEmpty {
             // A static peer's address stays reachable too.
-            for peer in entry.peers.sorted(by: { $0.description < $1.description }) {
-                let endpoint = RemoteDevice.Endpoint(host: peer.host, port: peer.port)
-                if !merged.endpoints.contains(endpoint) { merged.endpoints.append(endpoint) }
+            for peer in entry.peers.sorted(by: { $0.description < $1.description }) where !merged.endpoints.contains(peer) {
+                merged.endpoints.append(peer)
             }
         }
         // A fresh advertisement means the agent is there.
@@ -295,8 +294,7 @@ public final class DeviceDirectory: @unchecked Sendable {
                 entry.peers.insert(peer)
                 var device = entry.device
                 device.info = entry.instances.isEmpty ? info : device.info
-                let endpoint = RemoteDevice.Endpoint(host: peer.host, port: peer.port)
-                if !device.endpoints.contains(endpoint) { device.endpoints.append(endpoint) }
+                if !device.endpoints.contains(peer) { device.endpoints.append(peer) }
                 device.sources.insert(.peer)
                 device.status = .available
                 entry.device = device
@@ -314,7 +312,7 @@ public final class DeviceDirectory: @unchecked Sendable {
         // mDNS devices not also reached as static peers (polling covers those).
         for (id, entry) in entries where entry.peers.isEmpty {
             guard let endpoint = entry.device.endpoints.first else { continue }
-            client.describe(DeviceAddress(endpoint)).whenComplete { [self] result in
+            client.describe(endpoint).whenComplete { [self] result in
                 switch result {
                 case .success:
                     guard var entry = entries[id], entry.device.status != .available else { return }

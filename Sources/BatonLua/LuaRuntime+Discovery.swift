@@ -168,13 +168,13 @@ extension LuaRuntime {
     /// open; nil when none or several do.
     func knownDevice(_ text: String) -> DeviceAddress? {
         guard case .found(let device)? = directoryStorage?.match(text, among: DeviceFilter(status: nil)) else { return nil }
-        return device.endpoints.first.map(DeviceAddress.init)
+        return device.endpoints.first
     }
 
     /// Pushes a device table: id, name, kind, platform, model, manufacturer, address,
     /// addresses, transports, status, account; `dev:apps()`.
     func pushDevice(_ device: RemoteDevice, on lua: LuaState) {
-        let address = device.endpoints.first.map(DeviceAddress.init) ?? DeviceAddress(host: "", port: 0)
+        let address = device.endpoints.first ?? DeviceAddress(host: "", port: 0)
         pushDevice(device.info, address: address, on: lua)
         lua.push(device.status.rawValue)
         lua.rawSet(-2, field: "status")

@@ -29,9 +29,7 @@ public struct AccountFingerprint: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// 64 lower-case hex digits.
-    public var hex: String {
-        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-    }
+    public var hex: String { bytes.hexDigits }
 
     /// The first 16 hex digits in groups of four (`3f2a-91c0-77de-0b45`), for people.
     public var short: String {

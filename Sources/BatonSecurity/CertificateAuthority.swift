@@ -34,8 +34,7 @@ public struct CertificateAuthority: Sendable {
         let key = Certificate.PrivateKey(p256)
         let publicKey = key.publicKey
         // A name of its own, so that two accounts never look alike to a chain builder.
-        let suffix = Array(SHA256.hash(data: p256.publicKey.derRepresentation)).prefix(4)
-            .map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        let suffix = Array(SHA256.hash(data: p256.publicKey.derRepresentation)).prefix(4).hexDigits
         let name = try DistinguishedName {
             OrganizationName("Baton")
             CommonName("Baton account \(suffix)")

@@ -1,3 +1,4 @@
+import BatonCore
 import Crypto
 import X509
 #if canImport(FoundationEssentials)
@@ -28,7 +29,9 @@ extension DeviceCredentials {
     /// the new credentials.
     public static func install(_ bundle: DeviceBundle, in folder: ConfigurationFolder, now: Date = Date()) throws -> DeviceCredentials {
         try folder.withLock {
-            let stamp = ISO8601Stamp.make(now)
+            // `20261121T154301Z`: a time that sorts and fits in a file name.
+            let second = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+            let stamp = ISO8601.format(second).filter { $0 != "-" && $0 != ":" }
             let backup = ConfigurationFolder(path: folder.file("replaced-\(stamp)"))
             let names = [files.account, files.accountKey, files.device, files.deviceKey, "device-id", EnrolledDevice.file, RevocationList.file]
             let present = names.filter { FileManager.default.fileExists(atPath: folder.file($0)) }
@@ -45,16 +48,5 @@ extension DeviceCredentials {
             try credentials.save(to: folder)
             return credentials
         }
-    }
-}
-
-/// `20261121T154301Z`: a time that sorts and fits in a file name.
-enum ISO8601Stamp {
-    static func make(_ date: Date) -> String {
-        var t = time_t(date.timeIntervalSince1970)
-        var parts = tm()
-        gmtime_r(&t, &parts)
-        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))T\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
     }
 }

@@ -29,11 +29,7 @@ public struct EnrolledDevice: Sendable, Equatable {
     /// The record of `certificate`, issued to device `id` as `name`.
     public init(certificate: Certificate, id: String, name: String) {
         // Certificates start an hour early (clock skew); the enrolment was then.
-        self.init(id: id, name: name, serial: Self.hex(certificate.serialNumber.bytes), enrolled: certificate.notValidBefore + CertificateAuthority.backdating)
-    }
-
-    static func hex(_ bytes: ArraySlice<UInt8>) -> String {
-        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        self.init(id: id, name: name, serial: certificate.serialNumber.bytes.hexDigits, enrolled: certificate.notValidBefore + CertificateAuthority.backdating)
     }
 
     var json: JSON {

@@ -31,7 +31,7 @@ public struct RevocationList: Sendable, Equatable {
 
     /// Whether `certificate`, naming device `id`, is revoked.
     public func revokes(_ certificate: Certificate, id: String) -> Bool {
-        let serial = EnrolledDevice.hex(certificate.serialNumber.bytes)
+        let serial = certificate.serialNumber.bytes.hexDigits
         return entries.contains { $0.id == id.lowercased() || $0.serial == serial }
     }
 

@@ -64,7 +64,7 @@ enum DeviceArgument {
         let problem: DeviceLookupError
         switch lookup {
         case .found(let device):
-            if let endpoint = device.endpoints.first { return DeviceAddress(endpoint) }
+            if let endpoint = device.endpoints.first { return endpoint }
             problem = .notFound(text)
         case .notFound: problem = .notFound(text)
         case .ambiguous(let ids): problem = .ambiguous(text, ids)
