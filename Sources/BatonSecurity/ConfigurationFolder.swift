@@ -105,7 +105,8 @@ public struct ConfigurationFolder: Sendable, Hashable {
         }
     }
 
-    private static func parseID(_ text: String?) -> String? {
+    /// The lower-case UUID in `text` (a `device-id` file's), or nil if there is none.
+    static func parseID(_ text: String?) -> String? {
         guard let text, let id = UUID(uuidString: text.trimmingCharacters(in: .whitespacesAndNewlines)) else { return nil }
         return id.uuidString.lowercased()
     }

@@ -29,24 +29,38 @@ extension DeviceCredentials {
     /// the new credentials.
     public static func install(_ bundle: DeviceBundle, in folder: ConfigurationFolder, now: Date = Date()) throws -> DeviceCredentials {
         try folder.withLock {
-            // `20261121T154301Z`: a time that sorts and fits in a file name.
-            let second = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
-            let stamp = ISO8601.format(second).filter { $0 != "-" && $0 != ":" }
-            let backup = ConfigurationFolder(path: folder.file("replaced-\(stamp)"))
-            let names = [files.account, files.accountKey, files.device, files.deviceKey, "device-id", EnrolledDevice.file, RevocationList.file]
-            let present = names.filter { FileManager.default.fileExists(atPath: folder.file($0)) }
-            if !present.isEmpty {
-                try backup.create()
-                for name in present where rename(folder.file(name), backup.file(name)) != 0 {
-                    throw SecurityError.storage("cannot move \(folder.file(name)) aside: \(String(cString: strerror(errno)))")
-                }
-            }
+            try moveAccountAside(in: folder, now: now)
             let credentials = try DeviceCredentials(
                 deviceID: bundle.deviceID.lowercased(), accountCertificate: bundle.accountCertificate, accountKey: nil,
                 certificate: bundle.certificate, key: bundle.key)
             try folder.write(credentials.deviceID + "\n", to: "device-id", mode: 0o644)
             try credentials.save(to: folder)
             return credentials
+        }
+    }
+
+    /// Moves this device's identity and account files, if any, into a new `replaced-<time>/` in
+    /// `folder` (`replaced-<time>-2/` and on if that exists), so that what a device leaves behind
+    /// can be restored. Call holding the folder's lock.
+    static func moveAccountAside(in folder: ConfigurationFolder, now: Date) throws {
+        let names = [files.account, files.accountKey, files.device, files.deviceKey, "device-id",
+                     EnrolledDevice.file, RevocationList.file, Invitation.file]
+        let present = names.filter { FileManager.default.fileExists(atPath: folder.file($0)) }
+        guard !present.isEmpty else { return }
+        // `20261121T154301Z`: a time that sorts and fits in a file name.
+        let second = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+        let stamp = "replaced-" + ISO8601.format(second).filter { $0 != "-" && $0 != ":" }
+        // Two replacements in one second must not mix their files.
+        var directory = stamp
+        var attempt = 1
+        while FileManager.default.fileExists(atPath: folder.file(directory)) {
+            attempt += 1
+            directory = "\(stamp)-\(attempt)"
+        }
+        let backup = ConfigurationFolder(path: folder.file(directory))
+        try backup.create()
+        for name in present where rename(folder.file(name), backup.file(name)) != 0 {
+            throw SecurityError.storage("cannot move \(folder.file(name)) aside: \(String(cString: strerror(errno)))")
         }
     }
 }
