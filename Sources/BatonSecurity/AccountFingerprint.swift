@@ -15,6 +15,11 @@ public struct AccountFingerprint: Sendable, Hashable, CustomStringConvertible {
         bytes = Array(SHA256.hash(data: serializer.serializedBytes))
     }
 
+    /// The fingerprint of the certificate whose DER encoding is `der`, as a peer sent it.
+    init(der: [UInt8]) {
+        bytes = Array(SHA256.hash(data: der))
+    }
+
     /// The fingerprint whose lower-case hex is `hex` (64 digits); nil if it is not one.
     public init?(hex: String) {
         let digits = Array(hex.lowercased().utf8)
