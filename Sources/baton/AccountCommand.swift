@@ -19,8 +19,13 @@ struct AccountCommand: ParsableCommand {
             $XDG_CONFIG_HOME/baton (else ~/.config/baton; the folder 0700, keys 0600). Devices of \
             one account trust each other; the account's fingerprint is the SHA-256 of its \
             certificate.
+
+            To add a device, run baton account invite on the device that made the account and \
+            baton account join CODE on the new one, while the first device's agent runs; with no \
+            network path between them, use export-device and import instead. revoke stops \
+            trusting a device.
             """,
-        subcommands: [Show.self, ExportDevice.self, Import.self, Revoke.self],
+        subcommands: [Show.self, Invite.self, ExportDevice.self, Import.self, Revoke.self],
         defaultSubcommand: Show.self
     )
 
@@ -98,6 +103,62 @@ extension AccountCommand {
         } catch {
             FailureReport.write(message: "\(error)", format: logging.logFormat)
             Baton.exitProcess(1)
+        }
+    }
+
+    /// `baton account invite`.
+    struct Invite: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make a one-time code that lets another device join the account.",
+            discussion: """
+                Run on the device that made the account (it holds the account's key). On the new \
+                device, run baton account join CODE while this device's agent runs; the code \
+                works once, until it expires, and pins this account, so the new device cannot be \
+                fooled into joining another. Only a hash of the code is kept here.
+
+                With --json, one object: {"code": CODE, "expires": TIME, "account": FINGERPRINT}.
+
+                Example:
+                  baton account invite --expires 30m
+                """
+        )
+
+        @Option(help: ArgumentHelp("How long the code works: 10m (the default), 30s, 2h; at most 168h (7 days).", valueName: "duration"))
+        var expires = "10m"
+
+        @Flag(help: "Print one JSON object instead of text.")
+        var json = false
+
+        @OptionGroup var logging: LoggingOptions
+
+        /// The longest an invite may last: a code that lies around is a way in.
+        static let longest = Duration.seconds(7 * 86_400)
+
+        func validate() throws {
+            guard let duration = DurationText.parse(expires), duration >= .seconds(1), duration <= Self.longest else {
+                throw ValidationError("Invalid --expires '\(expires)': use a duration from 1s to 168h (7 days), like 10m or 2h.")
+            }
+        }
+
+        func run() throws {
+            logging.bootstrap()
+            let folder = ConfigurationFolder.standard
+            let credentials = AccountCommand.credentials(folder, logging)
+            let duration = DurationText.parse(expires) ?? .seconds(600)
+            let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+            let (code, until) = AccountCommand.attempt(logging) { try credentials.invite(in: folder, expiresIn: seconds) }
+            if json {
+                print(JSON.object([
+                    .init("code", .string(code.text)), .init("expires", .string(ISO8601.format(until))),
+                    .init("account", .string(credentials.fingerprint.hex)),
+                ]).serialized())
+            } else {
+                print("""
+                    Invite code: \(code.text)  (one use, expires \(ISO8601.format(until)))
+                    On the new device: baton account join \(code.text)  [--from HOST:PORT]
+                    This device's agent must be running to answer.
+                    """)
+            }
         }
     }
 

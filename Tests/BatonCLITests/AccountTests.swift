@@ -79,4 +79,46 @@ struct AccountTests {
         #expect(junk.exitCode == 1 && junk.stderr.contains("not a device file"), "\(junk)")
         #expect(try await show(tv)["fingerprint"] as? String == homeAccount["fingerprint"] as? String)
     }
+
+    @Test func inviteGivesAOneTimeCodeAndKeepsOnlyItsHash() async throws {
+        let home = try ScriptDirectory()
+        let asHome = ["XDG_CONFIG_HOME": home.url.path]
+        let before = Date()
+        let r = try await home.baton("account", "invite", "--expires", "90s", "--json", environment: asHome)
+        #expect(r.exitCode == 0, "\(r)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        #expect(Set(object.keys) == ["code", "expires", "account"])
+        let code = try #require(object["code"] as? String)
+        #expect(code.range(of: #"^[0-9A-HJKMNP-TV-Z]{4}(-[0-9A-HJKMNP-TV-Z]{4}){5}$"#, options: .regularExpression) != nil, "\(code)")
+        let expires = try #require((object["expires"] as? String).flatMap { ISO8601DateFormatter().date(from: $0) })
+        #expect(expires > before + 80 && expires < Date() + 91)
+        #expect(object["account"] as? String == (try await show(home)["fingerprint"] as? String))
+        // The folder keeps a hash, never the code; and nothing about it goes to standard error.
+        let stored = try String(contentsOf: home.url.appendingPathComponent("baton/invites.json"), encoding: .utf8)
+        #expect(!stored.contains(code) && !stored.contains(code.filter { $0 != "-" }))
+        #expect(!r.stderr.contains(code))
+
+        let text = try await home.baton("account", "invite", environment: asHome)
+        #expect(text.exitCode == 0, "\(text)")
+        #expect(text.stdout.hasPrefix("Invite code: ") && text.stdout.contains("(one use, expires "), "\(text)")
+        #expect(text.stdout.contains("On the new device: baton account join "), "\(text)")
+
+        for bad in ["0s", "500ms", "169h", "soon"] {
+            let refused = try await home.baton("account", "invite", "--expires", bad, environment: asHome)
+            #expect(refused.exitCode != 0 && refused.stderr.contains("Invalid --expires '\(bad)'"), "\(refused)")
+        }
+    }
+
+    @Test func onlyTheDeviceHoldingTheAccountKeyInvites() async throws {
+        let home = try ScriptDirectory()
+        let tv = try ScriptDirectory()
+        let exported = try await home.baton("account", "export-device", "TV", environment: ["XDG_CONFIG_HOME": home.url.path])
+        try tv.write("tv.baton", exported.stdout)
+        let asTV = ["XDG_CONFIG_HOME": tv.url.path]
+        #expect(try await tv.baton("account", "import", "tv.baton", environment: asTV).exitCode == 0)
+        let refused = try await tv.baton("account", "invite", "--json", environment: asTV)
+        #expect(refused.exitCode == 1, "\(refused)")
+        #expect(refused.stderr.contains("does not hold the account's key; invite from the device that made the account"), "\(refused)")
+        #expect(refused.stdout.isEmpty)
+    }
 }
