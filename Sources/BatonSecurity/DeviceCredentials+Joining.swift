@@ -10,7 +10,8 @@ extension DeviceCredentials {
     /// The account's half of enrolment over the network: a certificate for device `deviceID`
     /// (a UUID) named `name`, for the key `publicKey` it proved it holds, recorded among the
     /// enrolled in `folder`. Only a device holding the account's key can; an id the account
-    /// revoked is refused, so a revoked device cannot come back under its old id.
+    /// revoked is refused, so a revoked device cannot come back under its old id, and so is this
+    /// device's own id.
     public func enrol(deviceID: String, name: String, publicKey: Certificate.PublicKey, in folder: ConfigurationFolder, now: Date = Date()) throws -> Certificate {
         guard let authority else {
             throw SecurityError.refused("this device does not hold the account's key; enrol from the device that made the account")
@@ -20,6 +21,8 @@ extension DeviceCredentials {
             throw SecurityError.refused("the device ID \"\(deviceID.prefix(40))\" is not a UUID")
         }
         let id = uuid.uuidString.lowercased()
+        // A second device under our id could pass for this one wherever the id is checked.
+        guard id != self.deviceID else { throw SecurityError.refused("device ID \(id) is this device's own") }
         let name = String(name.trimmingCharacters(in: .whitespacesAndNewlines).prefix(64))
         guard !name.isEmpty else { throw SecurityError.refused("the device's name is empty") }
         return try folder.withLock {

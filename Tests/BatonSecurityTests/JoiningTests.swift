@@ -53,8 +53,9 @@ struct JoiningTests {
                 #expect(throws: SecurityError.refused("the certificate received is for another key, not this device's")) {
                     try DeviceCredentials.join(accountCertificate: owner.accountCertificate, deviceCertificate: otherKey, revocationList: nil, in: other)
                 }
-                let otherID = try owner.enrol(deviceID: owner.deviceID, name: "TV", publicKey: tv.certificate.publicKey, in: home)
-                #expect(throws: SecurityError.refused("the certificate received names device \(owner.deviceID), not this device (\(tv.deviceID))")) {
+                let someoneElse = UUID().uuidString.lowercased()
+                let otherID = try owner.enrol(deviceID: someoneElse, name: "TV", publicKey: tv.certificate.publicKey, in: home)
+                #expect(throws: SecurityError.refused("the certificate received names device \(someoneElse), not this device (\(tv.deviceID))")) {
                     try DeviceCredentials.join(accountCertificate: owner.accountCertificate, deviceCertificate: otherID, revocationList: nil, in: other)
                 }
                 // Signed by one account, offered as another's.
@@ -109,6 +110,9 @@ struct JoiningTests {
                 }
                 #expect(throws: SecurityError.refused("the device ID \"../../etc\" is not a UUID")) {
                     try owner.enrol(deviceID: "../../etc", name: "x", publicKey: key, in: home)
+                }
+                #expect(throws: SecurityError.refused("device ID \(owner.deviceID) is this device's own")) {
+                    try owner.enrol(deviceID: owner.deviceID, name: "x", publicKey: key, in: home)
                 }
                 #expect(throws: SecurityError.refused("the device's name is empty")) {
                     try owner.enrol(deviceID: UUID().uuidString, name: "  ", publicKey: key, in: home)
