@@ -16,6 +16,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // Debian's liblua5.4 (apt liblua5.4-dev), found through pkg-config.
@@ -41,20 +42,23 @@ let package = Package(
         .target(
             name: "BatonLua",
             dependencies: [
-                "CLuaShim", "BatonCore", "BatonClient", "BatonWire",
+                "CLuaShim", "BatonCore", "BatonClient", "BatonNet", "BatonWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Connections: NIO server and client channels, the handshake, request ids, channel
-        // multiplexing, keepalive and timeouts.
+        // Connections: NIO server and client channels, mutual TLS 1.3, the handshake, request
+        // ids, channel multiplexing, keepalive and timeouts.
         .target(
             name: "BatonNet",
             dependencies: [
-                "BatonWire", "BatonCore",
+                "BatonWire", "BatonCore", "BatonSecurity",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -86,7 +90,8 @@ let package = Package(
         .target(
             name: "BatonClient",
             dependencies: [
-                "BatonNet", "BatonWire", "BatonCore", "BatonDiscovery",
+                "BatonNet", "BatonWire", "BatonCore", "BatonDiscovery", "BatonSecurity",
+                .product(name: "X509", package: "swift-certificates"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -96,7 +101,9 @@ let package = Package(
         .target(
             name: "BatonAgent",
             dependencies: [
-                "BatonLua", "BatonCore", "BatonNet", "BatonWire", "BatonClient", "BatonDiscovery",
+                "BatonLua", "BatonCore", "BatonNet", "BatonWire", "BatonClient", "BatonDiscovery", "BatonSecurity",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -114,7 +121,7 @@ let package = Package(
         .executableTarget(
             name: "baton-bench",
             dependencies: [
-                "BatonLua", "BatonCore", "CLuaShim", "BatonClient",
+                "BatonLua", "BatonCore", "CLuaShim", "BatonClient", "BatonNet", "BatonSecurity",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
@@ -153,7 +160,9 @@ let package = Package(
         .testTarget(
             name: "BatonNetTests",
             dependencies: [
-                "BatonClient", "BatonNet", "BatonWire", "BatonCore",
+                "BatonClient", "BatonNet", "BatonWire", "BatonCore", "BatonSecurity",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
@@ -161,7 +170,7 @@ let package = Package(
         .testTarget(
             name: "BatonAgentTests",
             dependencies: [
-                "BatonAgent", "BatonLua", "BatonCore", "BatonClient",
+                "BatonAgent", "BatonLua", "BatonCore", "BatonClient", "BatonNet", "BatonSecurity",
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),

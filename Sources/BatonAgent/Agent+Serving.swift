@@ -9,11 +9,20 @@ import NIOCore
 
 extension Agent {
     /// Starts listening on `host:port` (0 picks a free port) on the agent's own loop.
-    public func listen(host: String, port: Int, limits: FrameLimits = FrameLimits(), timing: PeerConnection.Timing = PeerConnection.Timing()) -> EventLoopFuture<AgentServer> {
+    /// With `.tls`, callers of this account are served in full, others (`anonymous`) only by
+    /// apps marked anonymous, and devices may join with invite codes; `.insecure` listens on
+    /// loopback addresses only.
+    public func listen(
+        host: String, port: Int, security: ConnectionSecurity, limits: FrameLimits = FrameLimits(),
+        timing: PeerConnection.Timing = PeerConnection.Timing()
+    ) -> EventLoopFuture<AgentServer> {
         let loop = runtime.eventLoop
         return loop.flatSubmit { [self] in
             installChannelObjects()
-            return AgentServer.bind(host: host, port: port, on: loop, limits: limits, timing: timing, logger: logger) { [self] connection in
+            trustStore = security.trustStore
+            return AgentServer.bind(
+                host: host, port: port, on: loop, security: security, limits: limits, timing: timing, logger: logger
+            ) { [self] connection in
                 let number = nextConnectionNumber
                 nextConnectionNumber += 1
                 let handler = AgentConnection(agent: self, number: number, connection: connection)

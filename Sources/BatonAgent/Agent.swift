@@ -1,6 +1,7 @@
 import BatonCore
 import BatonLua
 import BatonNet
+import BatonSecurity
 import BatonWire
 import CLuaShim
 import Logging
@@ -20,6 +21,8 @@ public final class Agent: @unchecked Sendable {
     /// Client connections being served, by number.
     var connections: [Int: AgentConnection] = [:]
     var nextConnectionNumber = 1
+    /// The account's trust store, when serving over TLS: who callers are, and enrolment.
+    var trustStore: TrustStore?
     /// Provider task names by app and service (only services that channels opened to).
     private var providerTaskNames: [ProviderKey: String] = [:]
 
@@ -86,9 +89,16 @@ public final class Agent: @unchecked Sendable {
     /// Launches `request` as Rome would (see ``AgentConfiguration/resolve(_:)``). `success`
     /// means the handler or app started; a handler that cannot start gives `unknown`, with the
     /// reason logged.
-    public func launch(_ request: LaunchRequest) -> EventLoopFuture<(LaunchStatus, String)> {
+    /// A caller of another account (`anonymous`) reaches only apps marked anonymous; anything
+    /// else it asks for is `denied_by_remote_system`, and nothing runs.
+    public func launch(_ request: LaunchRequest, from caller: AuthorizationKind = .sameAccount) -> EventLoopFuture<(LaunchStatus, String)> {
         runtime.eventLoop.flatSubmit { [self] in
-            switch configuration.resolve(request) {
+            let target = configuration.resolve(request)
+            if caller == .anonymous, let refusal = Self.anonymousRefusal(target) {
+                logger.notice("refused an anonymous launch", metadata: ["uri": "\(request.uri)", "reason": "\(refusal)"])
+                return runtime.eventLoop.makeSucceededFuture((.deniedByRemoteSystem, refusal))
+            }
+            switch target {
             case .refused(let status, let detail):
                 return runtime.eventLoop.makeSucceededFuture((status, detail))
             case .handler(let handler, let uri):
@@ -146,12 +156,26 @@ public final class Agent: @unchecked Sendable {
     // MARK: app services
 
     /// Whether `service` of `app` can be opened.
-    public func openStatus(app id: String, service: String) -> (OpenStatus, String) {
+    public func openStatus(app id: String, service: String, from caller: AuthorizationKind = .sameAccount) -> (OpenStatus, String) {
         guard let app = configuration.app(id) else { return (.appNotInstalled, "no app \(id) on \(configuration.device.name)") }
+        if caller == .anonymous, !app.info.anonymous {
+            return (.notAuthorized, "\(id) serves devices of its own account only (anonymous = true lets others in)")
+        }
         guard app.services[service] != nil else {
             return (.appServiceUnavailable, "\(id) has no service \(service)")
         }
         return (.success, "")
+    }
+
+    /// Why a caller of another account may not launch `target`; nil when it may (an app
+    /// marked anonymous, or a request refused anyway).
+    private static func anonymousRefusal(_ target: LaunchTarget) -> String? {
+        switch target {
+        case .refused: nil
+        case .app(let app, _) where app.info.anonymous: nil
+        case .app(let app, _): "\(app.info.id) serves devices of its own account only (anonymous = true lets others in)"
+        case .handler(let handler, _): "the \(handler.scheme): handler serves devices of its own account only"
+        }
     }
 
     /// Runs `service`'s provider with `message` in a new task. `pushConnection` pushes the

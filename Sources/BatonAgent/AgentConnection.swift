@@ -39,18 +39,27 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         self.connection = connection
     }
 
+    /// Who the caller proved to be in the TLS handshake; a connection without one is served as
+    /// a stranger.
+    private func caller(_ connection: PeerConnection) -> AuthorizationKind {
+        connection.peerIdentity?.authorization ?? .anonymous
+    }
+
     func connection(_ connection: PeerConnection, hello: Baton_V1_Hello) -> Baton_V1_HelloAck? {
         agent.logger.debug("client connected", metadata: [
             "peer": "\(connection.remoteAddress?.description ?? "?")", "client": "\(hello.deviceName)",
+            "authorization": "\(caller(connection).rawValue)",
         ])
         return .with { $0.device = Baton_V1_Device(agent.configuration.device) }
     }
 
     func connection(_ connection: PeerConnection, describe request: Baton_V1_DescribeRequest) -> EventLoopFuture<Baton_V1_DescribeResponse> {
-        connection.eventLoop.makeSucceededFuture(.with {
+        // Strangers see only the apps they may use.
+        let anonymous = caller(connection) == .anonymous
+        return connection.eventLoop.makeSucceededFuture(.with {
             $0.requestID = request.requestID
             $0.device = Baton_V1_Device(agent.configuration.device)
-            $0.apps = agent.configuration.apps.map { Baton_V1_App($0.info) }
+            $0.apps = agent.configuration.apps.filter { !anonymous || $0.info.anonymous }.map { Baton_V1_App($0.info) }
         })
     }
 
@@ -70,7 +79,7 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
             uri: request.uri, appID: request.appID.isEmpty ? nil : request.appID,
             fallbackURI: request.fallbackUri.isEmpty ? nil : request.fallbackUri,
             preferredAppIDs: request.preferredAppIds, data: data)
-        return agent.launch(launch).map { status, detail in
+        return agent.launch(launch, from: caller(connection)).map { status, detail in
             .with {
                 $0.requestID = id
                 $0.status = Baton_V1_LaunchStatus(status)
@@ -80,7 +89,7 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
     }
 
     func connection(_ connection: PeerConnection, open request: Baton_V1_OpenServiceRequest) -> EventLoopFuture<Baton_V1_OpenServiceResponse> {
-        let (status, detail) = agent.openStatus(app: request.appID, service: request.serviceName)
+        let (status, detail) = agent.openStatus(app: request.appID, service: request.serviceName, from: caller(connection))
         if status == .success {
             let object = agent.makeChannelObject(connection: number, channel: request.channelID, app: request.appID, service: request.serviceName)
             channels[request.channelID] = ServiceChannel(
@@ -93,6 +102,11 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
             $0.status = Baton_V1_OpenStatus(status)
             $0.detail = detail
         })
+    }
+
+    func connection(_ connection: PeerConnection, join request: Baton_V1_JoinRequest) -> EventLoopFuture<Baton_V1_JoinResponse> {
+        connection.eventLoop.makeSucceededFuture(
+            agent.enrol(request, caller: connection.peerIdentity, from: connection.remoteAddress?.description ?? "?"))
     }
 
     func connection(_ connection: PeerConnection, request: ServiceRequestFrame, responder: ServiceResponder) {

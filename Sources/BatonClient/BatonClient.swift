@@ -1,5 +1,6 @@
 import BatonCore
 import BatonNet
+import BatonSecurity
 import BatonWire
 import Logging
 import NIOCore
@@ -24,6 +25,12 @@ public final class BatonClient: @unchecked Sendable {
         public var deviceName = ""
         public var deviceID = ""
         public var timing = PeerConnection.Timing()
+        /// Mutual TLS with this device's certificate, or plaintext to loopback agents only.
+        public var security = ConnectionSecurity.insecure
+        /// The account an agent must prove when no expectation was registered for its
+        /// address (``BatonClient/expect(_:at:)``, which discovery does): this device's own by
+        /// default, `.anyAccount` to reach other accounts' anonymous apps by address.
+        public var unlistedAgents = AgentExpectation.ownAccount
         public init() {}
     }
 
@@ -38,11 +45,21 @@ public final class BatonClient: @unchecked Sendable {
         case connected(PeerConnection)
     }
     private var routers: [ObjectIdentifier: ChannelRouter] = [:]
+    /// What the agent at each address must prove to be; addresses not here must be a device
+    /// of this account.
+    private var expectations: [DeviceAddress: PeerExpectation] = [:]
 
     public init(eventLoop: any EventLoop, options: Options = Options(), logger: Logger = Logger(label: "baton.client")) {
         self.eventLoop = eventLoop
         self.options = options
         self.logger = logger
+    }
+
+    /// Expects the agent at `address` to be `expectation` (the device and account discovery
+    /// advertised there) on the next connection to it. Call on the loop.
+    public func expect(_ expectation: PeerExpectation, at address: DeviceAddress) {
+        eventLoop.preconditionInEventLoop()
+        expectations[address] = expectation
     }
 
     /// The connection to `device`, opened if there is none open.
@@ -60,7 +77,8 @@ public final class BatonClient: @unchecked Sendable {
                 $0.deviceID = options.deviceID
             }
             let future = PeerConnector.connect(
-                host: device.host, port: device.port, on: eventLoop, hello: hello,
+                host: device.host, port: device.port, on: eventLoop, security: options.security,
+                expecting: expectations[device] ?? PeerExpectation(account: options.unlistedAgents), hello: hello,
                 connectTimeout: options.connectTimeout, limits: options.limits, timing: options.timing,
                 delegate: router, logger: logger)
             connections[device] = .connecting(future)
@@ -89,10 +107,16 @@ public final class BatonClient: @unchecked Sendable {
         return connection(to: device).flatMap { $0.launch(wire) }.map { response in
             (LaunchStatus(wire: response.status), response.detail)
         }.recover { error in
-            if case PeerConnectionError.tooLarge(let size, let limit) = error {
+            switch error as? PeerConnectionError {
+            case .tooLarge(let size, let limit)?:
                 return (.valueSetTooLarge, "the launch data is \(size) bytes, over the agent's limit of \(limit)")
+            case .untrustedPeer?:
+                return (.deniedByLocalSystem, Self.describe(error, device: device))
+            case .refusedByPeer?:
+                return (.deniedByRemoteSystem, Self.describe(error, device: device))
+            default:
+                return (.remoteSystemUnavailable, Self.describe(error, device: device))
             }
-            return (.remoteSystemUnavailable, Self.describe(error, device: device))
         }
     }
 
@@ -122,7 +146,10 @@ public final class BatonClient: @unchecked Sendable {
                 return (channel, .success, "")
             }
         }.recover { error in
-            (nil, .remoteSystemUnavailable, Self.describe(error, device: device))
+            switch error as? PeerConnectionError {
+            case .untrustedPeer?, .refusedByPeer?: (nil, .notAuthorized, Self.describe(error, device: device))
+            default: (nil, .remoteSystemUnavailable, Self.describe(error, device: device))
+            }
         }
     }
 

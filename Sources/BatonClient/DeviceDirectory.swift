@@ -1,5 +1,7 @@
 import BatonCore
 import BatonDiscovery
+import BatonNet
+import BatonSecurity
 import Logging
 import NIOCore
 
@@ -163,11 +165,12 @@ public final class DeviceDirectory: @unchecked Sendable {
         }
     }
 
-    /// Waits until ``match(_:)`` settles on `nameOrID`, or `timeout` passes (`notFound`).
-    public func find(_ nameOrID: String, timeout: TimeAmount) -> EventLoopFuture<Lookup> {
+    /// Waits until ``match(_:among:)`` settles on `nameOrID` among the devices `filter`
+    /// passes, or `timeout` passes (`notFound`).
+    public func find(_ nameOrID: String, among filter: DeviceFilter = DeviceFilter(), timeout: TimeAmount) -> EventLoopFuture<Lookup> {
         eventLoop.preconditionInEventLoop()
         let promise = eventLoop.makePromise(of: Lookup.self)
-        if let now = match(nameOrID) {
+        if let now = match(nameOrID, among: filter) {
             promise.succeed(now)
             return promise.futureResult
         }
@@ -179,8 +182,8 @@ public final class DeviceDirectory: @unchecked Sendable {
             if let watch { unwatch(watch) }
             promise.succeed(result)
         }
-        watch = self.watch(DeviceFilter()) { [self] _ in
-            if let now = match(nameOrID) { settle(now) }
+        watch = self.watch(filter) { [self] _ in
+            if let now = match(nameOrID, among: filter) { settle(now) }
         }
         let onTimeout = NIOLoopBound(settle, eventLoop: eventLoop)
         let timer = eventLoop.scheduleTask(in: timeout) { onTimeout.value(.notFound) }
@@ -258,6 +261,9 @@ public final class DeviceDirectory: @unchecked Sendable {
 
     private func store(_ entry: Entry) {
         entries[entry.device.info.id] = entry
+        // Whoever answers at these addresses must prove to be this device, of its account.
+        let expectation = PeerExpectation(deviceID: entry.device.info.id, account: accountExpectation(entry.device.account))
+        for endpoint in entry.device.endpoints { client.expect(expectation, at: endpoint) }
         tellWatchers(id: entry.device.info.id, now: entry.device)
     }
 
@@ -280,6 +286,13 @@ public final class DeviceDirectory: @unchecked Sendable {
         }
     }
 
+    /// What a device advertising `account` must prove: this device's account when it is the
+    /// same (or not advertised), else exactly the advertised one.
+    private func accountExpectation(_ account: String) -> AgentExpectation {
+        guard !account.isEmpty, account != options.account, let fingerprint = AccountFingerprint(hex: account) else { return .ownAccount }
+        return .account(fingerprint)
+    }
+
     // MARK: static peers and liveness
 
     private func poll(peer: DeviceAddress, first: Bool) {
@@ -294,6 +307,8 @@ public final class DeviceDirectory: @unchecked Sendable {
                 entry.peers.insert(peer)
                 var device = entry.device
                 device.info = entry.instances.isEmpty ? info : device.info
+                // The agent proved to be of this account in the handshake.
+                device.account = options.account
                 if !device.endpoints.contains(peer) { device.endpoints.append(peer) }
                 device.sources.insert(.peer)
                 device.status = .available

@@ -4,14 +4,23 @@ import CLuaShim
 import NIOCore
 
 extension LuaRuntime {
-    /// The client every script call shares: one connection per device, on this loop.
+    /// The client every script call shares: one connection per device, on this loop. Made on
+    /// first use, with the connection security ``RuntimeOptions/security`` makes (loading this
+    /// device's account); a failure there is the calling function's error.
     var client: BatonClient {
-        if let existing = clientStorage { return existing }
-        var options = BatonClient.Options()
-        options.connectTimeout = TimeAmount(self.options.connectTimeout)
-        let client = BatonClient(eventLoop: eventLoop, options: options, logger: logger)
-        clientStorage = client
-        return client
+        get throws {
+            if let existing = clientStorage { return existing }
+            var options = BatonClient.Options()
+            options.connectTimeout = TimeAmount(self.options.connectTimeout)
+            do {
+                options.security = try self.options.security()
+            } catch {
+                throw HostError.message("\(error)")
+            }
+            let client = BatonClient(eventLoop: eventLoop, options: options, logger: logger)
+            clientStorage = client
+            return client
+        }
     }
 
     static let deviceMetatable = "baton.device"
@@ -88,7 +97,7 @@ extension LuaRuntime {
         guard let address = DeviceAddress(target) else {
             return try findInDirectory(call, target: target, timeout: discoveryTimeout(call, 2))
         }
-        let found = client.describe(address).map { Optional($0.0) }.recover { _ in nil }
+        let found = try client.describe(address).map { Optional($0.0) }.recover { _ in nil }
         return try wait(call, for: found) { device, lua in
             guard let device else {
                 lua.pushNil()
@@ -103,7 +112,7 @@ extension LuaRuntime {
     /// `dev:apps()`: the device's apps, asked of its agent.
     private func apps(_ call: HostCall) throws -> HostResult {
         let address = try deviceAddress(call, 1)
-        let described = client.describe(address).map { Optional($0.1) }.recover { _ in nil }
+        let described = try client.describe(address).map { Optional($0.1) }.recover { _ in nil }
         return try wait(call, for: described) { apps, lua in
             guard let apps else {
                 lua.pushNil()

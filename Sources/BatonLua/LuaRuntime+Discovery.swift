@@ -12,11 +12,17 @@ extension LuaRuntime {
 
     /// The shared directory, started (mDNS browsed, static peers polled) on first use.
     var directory: DeviceDirectory {
-        if let existing = directoryStorage { return existing }
-        let directory = DeviceDirectory(client: client, options: options.discovery, logger: logger)
-        directoryStorage = directory
-        directory.start()
-        return directory
+        get throws {
+            if let existing = directoryStorage { return existing }
+            let client = try client
+            var discovery = options.discovery
+            // `same_account` filters compare with this device's account.
+            if let account = client.options.security.trustStore?.credentials.fingerprint.hex { discovery.account = account }
+            let directory = DeviceDirectory(client: client, options: discovery, logger: logger)
+            directoryStorage = directory
+            directory.start()
+            return directory
+        }
     }
 
     func installDiscoveryFunctions(module m: Int32) {
@@ -116,7 +122,7 @@ extension LuaRuntime {
     private func listDevices(_ call: HostCall) throws -> HostResult {
         let filter = try filter(call, 1)
         let timeout = try discoveryTimeout(call, 2)
-        let directory = self.directory
+        let directory = try self.directory
         let promise = eventLoop.makePromise(of: [RemoteDevice].self)
         var watch: DeviceDirectory.Watch?
         var finished = false
@@ -203,7 +209,7 @@ extension LuaRuntime {
         let number = nextWatcherNumber
         nextWatcherNumber += 1
         retainKeepAlive()
-        let watch = directory.watch(filter) { [self] event in
+        let watch = try directory.watch(filter) { [self] event in
             switch event {
             case .added(let d), .updated(let d), .removed(let d):
                 let field = switch event { case .added: "added"; case .updated: "updated"; default: "removed" }

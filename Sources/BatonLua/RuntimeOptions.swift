@@ -1,4 +1,5 @@
 import BatonClient
+import BatonNet
 import Logging
 
 /// Limits and reporting for one run of a script.
@@ -16,6 +17,10 @@ public struct RuntimeOptions: Sendable {
     public var discovery = DeviceDirectory.Options()
     /// How long connecting to a device may take before it counts as unavailable.
     public var connectTimeout: Duration = .seconds(3)
+    /// Makes the connections' security on the script's first network call (so scripts that
+    /// never touch the network never load the account); an error fails that call. The default
+    /// is plaintext, which reaches loopback agents only.
+    public var security: @Sendable () throws -> ConnectionSecurity = { .insecure }
 
     public init(
         timeout: Duration? = nil,

@@ -1,7 +1,9 @@
+import BatonSecurity
 import BatonWire
 import Logging
 import NIOCore
 import NIOPosix
+import NIOSSL
 
 /// Listens for Baton clients. Every connection runs on the server's one event loop (the
 /// agent's), so requests reach the agent's Lua runtime without a thread hop.
@@ -19,11 +21,17 @@ public final class AgentServer: @unchecked Sendable {
     }
 
     /// Binds `host:port` on `eventLoop`; `makeDelegate` gives each new connection its delegate.
+    /// With `.tls`, every caller's certificate is judged by the trust store before it may say
+    /// Hello (see ``PeerConnection/peerIdentity``); `.insecure` binds loopback addresses only
+    /// and fails with ``AgentServerError/insecureNeedsLoopback`` for any other.
     public static func bind(
-        host: String, port: Int, on eventLoop: any EventLoop, limits: FrameLimits = FrameLimits(),
+        host: String, port: Int, on eventLoop: any EventLoop, security: ConnectionSecurity, limits: FrameLimits = FrameLimits(),
         timing: PeerConnection.Timing = PeerConnection.Timing(), logger: Logger,
         makeDelegate: @escaping @Sendable (PeerConnection) -> any PeerConnectionDelegate
     ) -> EventLoopFuture<AgentServer> {
+        if case .insecure = security, !ConnectionSecurity.isLoopback(host) {
+            return eventLoop.makeFailedFuture(AgentServerError.insecureNeedsLoopback(host))
+        }
         let registry = NIOLoopBound(ServerRegistry(), eventLoop: eventLoop)
         return ServerBootstrap(group: eventLoop)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -32,10 +40,21 @@ public final class AgentServer: @unchecked Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let connection = PeerConnection(
-                        role: .server, eventLoop: channel.eventLoop, limits: limits, timing: timing, logger: logger)
+                        role: .server, eventLoop: channel.eventLoop, limits: limits, timing: timing,
+                        trustStore: security.trustStore, logger: logger)
                     connection.delegate = makeDelegate(connection)
+                    if case .tls(let identity) = security {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(
+                            context: identity.serverContext,
+                            customVerificationCallback: { certificates, promise in
+                                connection.judgeCaller(certificates, trust: identity.trustStore.trust)
+                                promise.succeed(connection.refusal == nil ? .certificateVerified : .failed)
+                            }))
+                    }
                     try channel.pipeline.syncOperations.addHandler(connection)
-                    registry.value.server?.track(connection, channel: channel)
+                    let server = registry.value.server
+                    server?.track(connection, channel: channel)
+                    connection.revocationListAdopted = { server?.dropRevokedCallers() }
                 }
             }
             .bind(host: host, port: port)
@@ -50,6 +69,17 @@ public final class AgentServer: @unchecked Sendable {
         let key = ObjectIdentifier(connection)
         connections[key] = connection
         channel.closeFuture.whenComplete { [self] _ in connections[key] = nil }
+    }
+
+    /// Says goodbye to callers whose devices the revocation list now revokes: a list adopted
+    /// from one caller shuts the door on the others at once.
+    func dropRevokedCallers() {
+        for connection in connections.values {
+            guard let identity = connection.peerIdentity, identity.authorization == .sameAccount, let id = identity.deviceID,
+                  let trust = connection.trustStore?.trust, trust.revocations.entries.contains(where: { $0.id == id }) else { continue }
+            connection.logger.warning("dropping a revoked caller", metadata: ["device": "\(id)"])
+            connection.goodbye(.unknown, "device \(id) is revoked")
+        }
     }
 
     /// How many clients are connected.
@@ -67,6 +97,19 @@ public final class AgentServer: @unchecked Sendable {
     }
 }
 
+/// Why an agent cannot listen.
+public enum AgentServerError: Error, Sendable, CustomStringConvertible {
+    /// Plaintext was asked for on an address that is not loopback.
+    case insecureNeedsLoopback(String)
+
+    public var description: String {
+        switch self {
+        case .insecureNeedsLoopback(let host):
+            "--insecure (plaintext) listens on loopback addresses only (127.0.0.1, ::1), not \(host)"
+        }
+    }
+}
+
 /// Holds the server for the child initializer, which runs before `bind` returns it.
 private final class ServerRegistry {
     var server: AgentServer?
@@ -74,21 +117,37 @@ private final class ServerRegistry {
 
 /// Connects to an agent and completes once the handshake is done.
 public enum PeerConnector {
-    /// Connects to `host:port`, says `hello`, and waits for the HelloAck. Fails with
-    /// ``PeerConnectionError`` or NIO's connect errors (refused, timed out).
+    /// Connects to `host:port`, proves this device and checks the agent against `expecting`
+    /// in the TLS handshake (`.tls`), says `hello`, and waits for the HelloAck. Fails with
+    /// ``PeerConnectionError`` (`untrustedPeer`, `refusedByPeer` among them) or NIO's connect
+    /// errors (refused, timed out). `.insecure` dials loopback addresses only.
     public static func connect(
-        host: String, port: Int, on eventLoop: any EventLoop, hello: Baton_V1_Hello,
+        host: String, port: Int, on eventLoop: any EventLoop, security: ConnectionSecurity,
+        expecting expectation: PeerExpectation = PeerExpectation(), hello: Baton_V1_Hello,
         connectTimeout: TimeAmount = .seconds(3), limits: FrameLimits = FrameLimits(),
         timing: PeerConnection.Timing = PeerConnection.Timing(), delegate: (any PeerConnectionDelegate)? = nil,
         logger: Logger
     ) -> EventLoopFuture<PeerConnection> {
+        if case .insecure = security, !ConnectionSecurity.isLoopback(host) {
+            return eventLoop.makeFailedFuture(PeerConnectionError.untrustedPeer(
+                "--insecure (plaintext) dials loopback addresses only, not \(host)"))
+        }
         let connection = PeerConnection(
-            role: .client, eventLoop: eventLoop, hello: hello, limits: limits, timing: timing, delegate: delegate, logger: logger)
+            role: .client, eventLoop: eventLoop, hello: hello, limits: limits, timing: timing,
+            trustStore: security.trustStore, delegate: delegate, logger: logger)
         let connected = ClientBootstrap(group: eventLoop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if case .tls(let identity) = security {
+                        try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(
+                            context: identity.clientContext, serverHostname: nil,
+                            customVerificationCallback: { certificates, promise in
+                                connection.judgeAgent(certificates, trust: identity.trustStore.trust, expecting: expectation)
+                                promise.succeed(connection.refusal == nil ? .certificateVerified : .failed)
+                            }))
+                    }
                     try channel.pipeline.syncOperations.addHandler(connection)
                 }
             }

@@ -1,7 +1,10 @@
 import BatonCore
+import BatonSecurity
 import BatonWire
 import Logging
 import NIOCore
+import NIOSSL
+import NIOTLS
 
 /// Why a request got no response.
 public enum PeerConnectionError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -11,12 +14,19 @@ public enum PeerConnectionError: Error, Sendable, Equatable, CustomStringConvert
     case tooLarge(size: Int, limit: Int)
     /// The channel is not open on this connection.
     case noSuchChannel(UInt64)
+    /// This end refused the peer's certificate (another account, another device, expired,
+    /// revoked); `reason` says which.
+    case untrustedPeer(String)
+    /// The peer refused this end: its certificate, the protocol (TLS or not), or what it sent.
+    case refusedByPeer(String)
 
     public var description: String {
         switch self {
         case .closed(let reason): "connection closed: \(reason)"
         case .tooLarge(let size, let limit): "message of \(size) bytes is over the peer's limit of \(limit) bytes"
         case .noSuchChannel(let id): "channel \(id) is not open"
+        case .untrustedPeer(let reason): "refused the agent: \(reason)"
+        case .refusedByPeer(let reason): reason
         }
     }
 }
@@ -55,6 +65,16 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
     public private(set) var peerHello: Baton_V1_Hello?
     /// The remote address, for logs.
     public private(set) var remoteAddress: SocketAddress?
+    /// Who the peer proved to be in the TLS handshake (before Hello): `same_account` or
+    /// `anonymous`, its device id and account. On an insecure connection, `same_account` with
+    /// no id.
+    public internal(set) var peerIdentity: PeerIdentity?
+    /// Why this end refused the peer's certificate, when it did.
+    var refusal: String?
+    /// Judges the peer and keeps the revocation list Hello carries; nil on an insecure connection.
+    let trustStore: TrustStore?
+    /// Called after this connection adopted a newer revocation list from its peer.
+    var revocationListAdopted: (() -> Void)?
 
     private let ownLimits: FrameLimits
     /// Splits the bytes read into frames.
@@ -100,11 +120,17 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
     /// Set while shutting down: new requests are refused, answers in flight still go out.
     private var draining = false
     private var drained: (() -> Void)?
+    /// What made the TLS layer fail, for the handshake's future.
+    private var tlsFailure: PeerConnectionError?
 
-    /// A client end that says `hello` once connected, or a server end (`hello` nil).
+    /// A client end that says `hello` once connected (after the TLS handshake, with TLS), or a
+    /// server end (`hello` nil). `trustStore` is nil on an insecure connection.
     public init(role: Role, eventLoop: any EventLoop, hello: Baton_V1_Hello? = nil, limits: FrameLimits = FrameLimits(),
-                timing: Timing = Timing(), delegate: (any PeerConnectionDelegate)? = nil, logger: Logger) {
+                timing: Timing = Timing(), trustStore: TrustStore? = nil, delegate: (any PeerConnectionDelegate)? = nil,
+                logger: Logger) {
         self.role = role
+        self.trustStore = trustStore
+        if trustStore == nil { peerIdentity = PeerIdentity(authorization: .sameAccount, deviceID: nil, account: nil) }
         self.eventLoop = eventLoop
         self.hello = hello
         self.ownLimits = limits
@@ -135,10 +161,9 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
         lastRead = .now()
         switch role {
         case .client:
-            var frame = Baton_V1_Frame()
-            frame.hello = hello ?? Baton_V1_Hello.with { $0.protocolVersion = 1 }
-            frame.hello.maxFrameSize = UInt32(ownLimits.maxFrameSize)
-            write(frame)
+            // With TLS, Hello waits for the handshake: it carries the revocation list only to
+            // an agent of this account.
+            if trustStore == nil { sayHello() }
         case .server:
             context.eventLoop.scheduleTask(in: timing.helloTimeout) { [self] in
                 if !open && closedReason == nil { goodbye(.timeout, "no Hello within \(timing.helloTimeout.seconds) s") }
@@ -158,13 +183,36 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
 
     public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event as? ChannelEvent == .some(.inputClosed) { inputEnded(context: context) }
+        if case .handshakeCompleted? = event as? TLSUserEvent, role == .client { sayHello() }
         context.fireUserInboundEventTriggered(event)
     }
 
+    private func sayHello() {
+        var frame = Baton_V1_Frame()
+        frame.hello = hello ?? Baton_V1_Hello.with { $0.protocolVersion = 1 }
+        frame.hello.maxFrameSize = UInt32(ownLimits.maxFrameSize)
+        if peerIdentity?.authorization == .sameAccount, let list = trustStore?.revocationListText { frame.hello.revocationList = list }
+        write(frame)
+    }
+
     public func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if let wire = error as? WireError, case .protocolError(let reason) = wire {
+        if let wire = error as? WireError, case .protocolError(let reason) = wire, role == .client, !open, trustStore == nil {
+            // A TLS agent answers plaintext with a TLS record, which does not parse as a frame.
+            tlsFailure = .refusedByPeer("the agent did not answer in plaintext: it speaks TLS (dial it without --insecure)")
+            logger.debug("closing connection", metadata: ["peer": "\(remoteAddress?.description ?? "?")", "reason": "\(reason)"])
+            closedReason = closedReason ?? reason
+            closeContext()
+        } else if let wire = error as? WireError, case .protocolError(let reason) = wire {
             logger.warning("closing connection", metadata: ["peer": "\(remoteAddress?.description ?? "?")", "reason": "\(reason)"])
             goodbye(.protocolError, reason)
+        } else if let failure = TLSFailure(error, role: role, refusal: refusal, handshakeOver: open) {
+            // The agent logs what it refused; a client's caller gets it as the status's detail.
+            logger.log(
+                level: role == .server ? .warning : .debug, role == .server ? "refused a caller" : "refused the connection",
+                metadata: ["peer": "\(remoteAddress?.description ?? "?")", "reason": "\(failure.logLine)"])
+            tlsFailure = failure.error
+            closedReason = closedReason ?? failure.error.description
+            closeContext()
         } else {
             logger.warning("connection error", metadata: ["peer": "\(remoteAddress?.description ?? "?")", "error": "\(error)"])
             closedReason = closedReason ?? "\(error)"
@@ -300,6 +348,10 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
                 peerHelloAck = ack
                 peerLimits = FrameLimits(announced: ack.maxFrameSize)
                 open = true
+                if !ack.revocationList.isEmpty, let problem = adoptRevocationList(ack.revocationList) {
+                    // The connection stands: this side's own list still applies.
+                    logger.warning("refused the agent's revocation list", metadata: ["reason": "\(problem)"])
+                }
                 handshake?.succeed()
             case (_, .goodbye(let goodbye)):
                 receiveGoodbye(goodbye)
@@ -315,6 +367,17 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
         switch body {
         case .hello, .helloAck:
             goodbye(.protocolError, "a second handshake on an open connection")
+        case .joinRequest(let request):
+            let future = delegate?.connection(self, join: request)
+                ?? eventLoop.makeSucceededFuture(.with {
+                    $0.requestID = request.requestID
+                    $0.status = .notSupported
+                    $0.detail = "this end does not enrol devices"
+                })
+            answer(future, frame: { r in Baton_V1_Frame.with { $0.joinResponse = r } }) { _, detail in
+                Baton_V1_Frame.with { $0.joinResponse = .with { $0.requestID = request.requestID; $0.status = .unknown; $0.detail = detail } }
+            }
+        case .joinResponse(let r): complete(r.requestID, frame)
         case .describeRequest(let request):
             let future = delegate?.connection(self, describe: request)
             answer(future, frame: { r in Baton_V1_Frame.with { $0.describeResponse = r } }) { full, _ in
@@ -421,7 +484,7 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
 
     private static func isRequest(_ body: Baton_V1_Frame.OneOf_Body) -> Bool {
         switch body {
-        case .describeRequest, .launchRequest, .openServiceRequest, .serviceRequest: true
+        case .describeRequest, .launchRequest, .openServiceRequest, .serviceRequest, .joinRequest: true
         default: false
         }
     }
@@ -445,6 +508,8 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
                     $0.detail = detail
                 }
             })
+        case .joinRequest(let r):
+            write(.with { $0.joinResponse = .with { $0.requestID = r.requestID; $0.status = .unknown; $0.detail = detail } })
         default:
             break
         }
@@ -456,15 +521,38 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
             goodbye(.unsupportedVersion, "this agent speaks protocol version 1, not \(hello.protocolVersion)")
             return
         }
+        let sameAccount = peerIdentity?.authorization == .sameAccount
+        if sameAccount, !hello.revocationList.isEmpty, let problem = adoptRevocationList(hello.revocationList) {
+            logger.warning("refused a caller's revocation list", metadata: [
+                "peer": "\(remoteAddress?.description ?? "?")", "reason": "\(problem)",
+            ])
+            goodbye(.protocolError, "refused the revocation list you sent: \(problem)")
+            return
+        }
         guard var ack = delegate?.connection(self, hello: hello) else {
             goodbye(.protocolError, "refused")
             return
         }
+        if sameAccount, let list = trustStore?.revocationListText { ack.revocationList = list }
         ack.protocolVersion = 1
         ack.maxFrameSize = UInt32(ownLimits.maxFrameSize)
         peerLimits = FrameLimits(announced: hello.maxFrameSize)
         open = true
         write(Baton_V1_Frame.with { $0.helloAck = ack })
+    }
+
+    /// Adopts the peer's revocation list when it is newer; why it was refused, if it was.
+    private func adoptRevocationList(_ text: String) -> String? {
+        guard let trustStore else { return nil }
+        do {
+            if try trustStore.adopt(revocationListText: text) {
+                logger.notice("adopted a newer revocation list", metadata: ["from": "\(remoteAddress?.description ?? "?")"])
+                revocationListAdopted?()
+            }
+            return nil
+        } catch {
+            return "\(error)"
+        }
     }
 
     private func receiveGoodbye(_ goodbye: Baton_V1_Goodbye) {
@@ -668,6 +756,11 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
         self.request { id in .with { var r = request; r.requestID = id; $0.launchRequest = r } }.map { $0.launchResponse }
     }
 
+    /// Asks the agent to enrol this device with an invite code; `request.requestID` is set here.
+    public func join(_ request: Baton_V1_JoinRequest) -> EventLoopFuture<Baton_V1_JoinResponse> {
+        self.request { id in .with { var r = request; r.requestID = id; $0.joinRequest = r } }.map { $0.joinResponse }
+    }
+
     /// Opens a channel to `service` of `app`; on SUCCESS the channel is open under the
     /// returned id.
     public func open(service: String, app: String) -> EventLoopFuture<(channelID: UInt64, response: Baton_V1_OpenServiceResponse)> {
@@ -788,7 +881,7 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
         open = false
         keepalive?.cancel()
         keepalive = nil
-        handshake?.fail(PeerConnectionError.closed(reason))
+        handshake?.fail(tlsFailure ?? PeerConnectionError.closed(reason))
         handshake = nil
         let requests = pending
         pending = [:]

@@ -15,6 +15,9 @@ public protocol PeerConnectionDelegate: AnyObject, Sendable {
     /// A request on an open channel: answer it through `responder`, exactly once, on the loop
     /// (at once or later).
     func connection(_ connection: PeerConnection, request: ServiceRequestFrame, responder: ServiceResponder)
+    /// Enrolling the caller's device with an invite code (only an agent holding the account's
+    /// key can); the default answers NOT_SUPPORTED.
+    func connection(_ connection: PeerConnection, join request: Baton_V1_JoinRequest) -> EventLoopFuture<Baton_V1_JoinResponse>
     /// A channel ended: closed by either side, or lost with the connection.
     func connection(_ connection: PeerConnection, channelClosed channelID: UInt64, status: Baton_V1_ClosedStatus)
     /// The connection is gone; `reason` says why, for logs.
@@ -43,6 +46,14 @@ extension PeerConnectionDelegate {
         response.requestID = request.requestID
         response.status = .appServiceUnavailable
         response.detail = "this end provides no services"
+        return connection.eventLoop.makeSucceededFuture(response)
+    }
+
+    public func connection(_ connection: PeerConnection, join request: Baton_V1_JoinRequest) -> EventLoopFuture<Baton_V1_JoinResponse> {
+        var response = Baton_V1_JoinResponse()
+        response.requestID = request.requestID
+        response.status = .notSupported
+        response.detail = "this end does not enrol devices"
         return connection.eventLoop.makeSucceededFuture(response)
     }
 

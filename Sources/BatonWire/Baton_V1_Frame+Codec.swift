@@ -32,6 +32,8 @@ extension Baton_V1_Frame: WireMessage {
         case .ping(let m): w.message(12, m)
         case .pong(let m): w.message(13, m)
         case .goodbye(let m): w.message(14, m)
+        case .joinRequest(let m): w.message(15, m)
+        case .joinResponse(let m): w.message(16, m)
         case nil: break
         }
     }
@@ -54,6 +56,8 @@ extension Baton_V1_Frame: WireMessage {
             case (12, delimited): var m = ping; try r.merge(f, into: &m); body = .ping(m)
             case (13, delimited): var m = pong; try r.merge(f, into: &m); body = .pong(m)
             case (14, delimited): var m = goodbye; try r.merge(f, into: &m); body = .goodbye(m)
+            case (15, delimited): var m = joinRequest; try r.merge(f, into: &m); body = .joinRequest(m)
+            case (16, delimited): var m = joinResponse; try r.merge(f, into: &m); body = .joinResponse(m)
             default: try r.skip(f.wireType)
             }
         }
@@ -66,6 +70,7 @@ extension Baton_V1_Hello: WireMessage {
         w.string(2, deviceID)
         w.string(3, deviceName)
         w.uint32(4, maxFrameSize)
+        w.string(5, revocationList)
     }
 
     mutating func merge(from r: inout ProtoReader) throws(ProtoReader.Malformed) {
@@ -75,6 +80,7 @@ extension Baton_V1_Hello: WireMessage {
             case (2, delimited): deviceID = try r.string(f)
             case (3, delimited): deviceName = try r.string(f)
             case (4, varint): maxFrameSize = try r.uint32(f)
+            case (5, delimited): revocationList = try r.string(f)
             default: try r.skip(f.wireType)
             }
         }
@@ -86,6 +92,7 @@ extension Baton_V1_HelloAck: WireMessage {
         w.uint32(1, protocolVersion)
         if hasDevice { w.message(2, device) }
         w.uint32(3, maxFrameSize)
+        w.string(4, revocationList)
     }
 
     mutating func merge(from r: inout ProtoReader) throws(ProtoReader.Malformed) {
@@ -94,6 +101,7 @@ extension Baton_V1_HelloAck: WireMessage {
             case (1, varint): protocolVersion = try r.uint32(f)
             case (2, delimited): try r.merge(f, into: &device)
             case (3, varint): maxFrameSize = try r.uint32(f)
+            case (4, delimited): revocationList = try r.string(f)
             default: try r.skip(f.wireType)
             }
         }
@@ -471,5 +479,53 @@ extension Baton_V1_Frame {
         self.init()
         var reader = ProtoReader(bytes)
         try merge(from: &reader)
+    }
+}
+
+extension Baton_V1_JoinRequest: WireMessage {
+    func encode(to w: inout ProtoWriter) {
+        w.uint64(1, requestID)
+        w.bytes(2, inviteSecret)
+        w.string(3, deviceID)
+        w.string(4, deviceName)
+        w.bytes(5, publicKey)
+    }
+
+    mutating func merge(from r: inout ProtoReader) throws(ProtoReader.Malformed) {
+        while let f = try r.nextField() {
+            switch (f.number, f.wireType) {
+            case (1, varint): requestID = try r.uint64(f)
+            case (2, delimited): inviteSecret = try r.bytes(f)
+            case (3, delimited): deviceID = try r.string(f)
+            case (4, delimited): deviceName = try r.string(f)
+            case (5, delimited): publicKey = try r.bytes(f)
+            default: try r.skip(f.wireType)
+            }
+        }
+    }
+}
+
+extension Baton_V1_JoinResponse: WireMessage {
+    func encode(to w: inout ProtoWriter) {
+        w.uint64(1, requestID)
+        w.enumValue(2, status.rawValue)
+        w.string(3, detail)
+        w.bytes(4, accountCertificate)
+        w.bytes(5, deviceCertificate)
+        w.string(6, revocationList)
+    }
+
+    mutating func merge(from r: inout ProtoReader) throws(ProtoReader.Malformed) {
+        while let f = try r.nextField() {
+            switch (f.number, f.wireType) {
+            case (1, varint): requestID = try r.uint64(f)
+            case (2, varint): status = Baton_V1_JoinStatus(rawValue: try r.enumValue(f)) ?? .unknown
+            case (3, delimited): detail = try r.string(f)
+            case (4, delimited): accountCertificate = try r.bytes(f)
+            case (5, delimited): deviceCertificate = try r.bytes(f)
+            case (6, delimited): revocationList = try r.string(f)
+            default: try r.skip(f.wireType)
+            }
+        }
     }
 }

@@ -102,6 +102,11 @@ package struct ProtoWriter: ~Copyable {
         presentString(field, value)
     }
 
+    mutating func bytes(_ field: Int, _ value: Data) {
+        guard !value.isEmpty else { return }
+        presentBytes(field, value)
+    }
+
     mutating func strings(_ field: Int, _ values: [String]) {
         for value in values { presentString(field, value) }
     }

@@ -36,7 +36,11 @@ struct AgentCommand: ParsableCommand {
             http and https URIs with xdg-open when it is installed. --name and --kind win over \
             the configuration. The device id, the account and this device's certificate are \
             kept in $XDG_CONFIG_HOME/baton (else ~/.config/baton), made on first use (see \
-            baton account).
+            baton account). Connections are mutual TLS 1.3: callers of this account are \
+            served in full; callers of other accounts (anonymous) reach only apps with \
+            anonymous = true, and get denied_by_remote_system (launch) or not_authorized \
+            (open) for anything else. Devices join the account through this agent with a code \
+            from baton account invite, when this device holds the account's key.
 
             The agent advertises itself over mDNS/DNS-SD as a _baton._tcp instance named \
             after the device, on every multicast-capable interface when listening on a wildcard \
@@ -65,6 +69,10 @@ struct AgentCommand: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Advertise this device over mDNS/DNS-SD (UDP 5353, shared with avahi and others).")
     var mdns = true
 
+    @Flag(help: ArgumentHelp(
+        "Plaintext instead of mutual TLS, for benchmarks and debugging: listens on a loopback --listen address only, serves every caller as same_account, and enrols no devices."))
+    var insecure = false
+
     @Option(name: .customLong("max-message"), help: ArgumentHelp("The largest frame accepted: 1M, 256K.", valueName: "size"))
     var maxMessage: String = "1M"
 
@@ -78,7 +86,10 @@ struct AgentCommand: ParsableCommand {
         if let kind, DeviceKind(rawValue: kind) == nil {
             throw ValidationError("Invalid --kind '\(kind)': use one of \(DeviceKind.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
-        guard HostPort(listen) != nil else { throw ValidationError("Invalid --listen '\(listen)': use HOST:PORT, e.g. 127.0.0.1:0.") }
+        guard let address = HostPort(listen) else { throw ValidationError("Invalid --listen '\(listen)': use HOST:PORT, e.g. 127.0.0.1:0.") }
+        if insecure, !ConnectionSecurity.isLoopback(address.host) {
+            throw ValidationError("--insecure listens on loopback addresses only: use --listen 127.0.0.1:PORT or [::1]:PORT, not \(address.host).")
+        }
         guard DurationText.parse(helloTimeout) != nil else {
             throw ValidationError("Invalid --hello-timeout '\(helloTimeout)': use a duration like 10s.")
         }
@@ -106,8 +117,11 @@ struct AgentCommand: ParsableCommand {
 
         // The account and this device's certificate, made on first use.
         let credentials: DeviceCredentials
+        let security: ConnectionSecurity
         do {
-            credentials = try DeviceCredentials.loadOrCreate(in: .standard, deviceName: name ?? Self.hostName())
+            let folder = ConfigurationFolder.standard
+            credentials = try DeviceCredentials.loadOrCreate(in: folder, deviceName: name ?? Self.hostName())
+            security = insecure ? .insecure : .tls(try TLSIdentity(trustStore: try TrustStore(folder: folder, credentials: credentials)))
         } catch {
             FailureReport.write(message: "\(error)", format: format)
             Baton.exitProcess(1)
@@ -134,7 +148,7 @@ struct AgentCommand: ParsableCommand {
         do {
             var timing = PeerConnection.Timing()
             timing.helloTimeout = TimeAmount(DurationText.parse(helloTimeout)!)
-            server = try agent.listen(host: address.host, port: address.port, limits: limits, timing: timing).wait()
+            server = try agent.listen(host: address.host, port: address.port, security: security, limits: limits, timing: timing).wait()
         } catch {
             FailureReport.write(message: "cannot listen on \(listen): \(error)", format: format)
             Baton.exitProcess(1)
@@ -144,7 +158,10 @@ struct AgentCommand: ParsableCommand {
         print("listening on \(bound) id=\(device.id) name=\"\(device.name)\"")
         fflush(nil)
         logger.info("agent ready", metadata: ["name": "\(device.name)", "address": "\(bound)"])
-        let advertiser = mdns ? advertise(agent, port: server.localAddress.port ?? address.port, listening: address.host, logger: logger) : nil
+        // Plaintext agents listen on loopback, where nothing is advertised: no account to show.
+        let account = insecure ? "" : credentials.fingerprint.hex
+        let advertiser = mdns
+            ? advertise(agent, port: server.localAddress.port ?? address.port, account: account, listening: address.host, logger: logger) : nil
 
         var received: Int32 = 0
         sigwait(&shutdownSignals, &received)
@@ -157,7 +174,7 @@ struct AgentCommand: ParsableCommand {
     }
 
     /// Starts advertising over mDNS; nil (and why, in the log) when it cannot.
-    private func advertise(_ agent: Agent, port: Int, listening host: String, logger: Logger) -> AgentAdvertiser? {
+    private func advertise(_ agent: Agent, port: Int, account: String, listening host: String, logger: Logger) -> AgentAdvertiser? {
         var configuration = MDNSTransport.Configuration()
         if let names = AgentAdvertiser.interfaces(forListening: host) {
             guard !names.isEmpty else {
@@ -167,7 +184,7 @@ struct AgentCommand: ParsableCommand {
             configuration.interfaceFilter = { names.contains($0) }
         }
         do {
-            return try AgentAdvertiser.start(agent: agent, port: port, configuration: configuration, logger: logger).wait()
+            return try AgentAdvertiser.start(agent: agent, port: port, account: account, configuration: configuration, logger: logger).wait()
         } catch {
             logger.error("not advertised over mDNS: UDP 5353 cannot be used; clients need --peer", metadata: ["error": "\(error)"])
             return nil

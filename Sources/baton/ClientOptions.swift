@@ -1,6 +1,7 @@
 import ArgumentParser
 import BatonClient
 import BatonCore
+import BatonNet
 import NIOCore
 import NIOPosix
 
@@ -13,7 +14,21 @@ struct ClientOptions: ParsableArguments {
             valueName: "duration"))
     var connectTimeout: String = "3s"
 
+    @Option(help: ArgumentHelp(
+        "same_account (the default): devices of this device's account only; anonymous: devices of other accounts too, which serve callers like this one only their apps marked anonymous.",
+        valueName: "kind"))
+    var authorization = "same_account"
+
+    @Flag(help: ArgumentHelp(ConnectionSecurity.insecureHelp))
+    var insecure = false
+
+    /// `--authorization`, validated.
+    var authorizationKind: AuthorizationKind { AuthorizationKind(rawValue: authorization) ?? .sameAccount }
+
     func validate() throws {
+        guard AuthorizationKind(rawValue: authorization) != nil else {
+            throw ValidationError("Invalid --authorization '\(authorization)': use same_account or anonymous.")
+        }
         guard let duration = DurationText.parse(connectTimeout), duration > .zero, duration <= .seconds(3600) else {
             throw ValidationError("Invalid --connect-timeout '\(connectTimeout)': use a duration above zero and up to 1h, like 500ms, 3s or 1m.")
         }
@@ -24,11 +39,15 @@ struct ClientOptions: ParsableArguments {
         TimeAmount(DurationText.parse(connectTimeout) ?? .seconds(3))
     }
 
-    /// A client on a loop of its own. Call once, from `run()`, after bootstrapping the logs.
-    func makeClient() -> BatonClient {
+    /// A client on a loop of its own, with this device's account (mutual TLS) unless
+    /// `--insecure`; exits 1 saying why when the account cannot be read. Call once, from
+    /// `run()`, after bootstrapping the logs.
+    func makeClient(_ logging: LoggingOptions) -> BatonClient {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         var options = BatonClient.Options()
         options.connectTimeout = timeout
+        options.security = AccountCommand.attempt(logging) { try ConnectionSecurity.forCommandLine(insecure: insecure) }
+        if authorizationKind == .anonymous { options.unlistedAgents = .anyAccount }
         return BatonClient(eventLoop: group.next(), options: options)
     }
 }
@@ -54,12 +73,14 @@ enum DeviceArgument {
 
     /// The address of the device `text` names, looking names and ids up through discovery;
     /// prints why and exits 1 when no single device answers to it.
-    static func resolve(_ text: String, client: BatonClient, discovery: DiscoveryOptions, timeout: TimeAmount) throws -> DeviceAddress {
+    static func resolve(
+        _ text: String, client: BatonClient, discovery: DiscoveryOptions, authorization: AuthorizationKind, timeout: TimeAmount
+    ) throws -> DeviceAddress {
         if let address = try parse(text) { return address }
         let directory = try discovery.makeDirectory(client: client)
         let lookup = try client.eventLoop.flatSubmit {
             directory.start()
-            return directory.find(text, timeout: timeout).always { _ in directory.stop() }
+            return directory.find(text, among: DeviceFilter(authorization: authorization), timeout: timeout).always { _ in directory.stop() }
         }.wait()
         let problem: DeviceLookupError
         switch lookup {

@@ -42,8 +42,8 @@ struct DescribeCommand: ParsableCommand {
 
     func run() throws {
         logging.bootstrap()
-        let baton = client.makeClient()
-        let address = try DeviceArgument.resolve(device, client: baton, discovery: discovery, timeout: client.timeout)
+        let baton = client.makeClient(logging)
+        let address = try DeviceArgument.resolve(device, client: baton, discovery: discovery, authorization: client.authorizationKind, timeout: client.timeout)
         let result = baton.describe(address)
         let info: DeviceInfo
         let apps: [AppInfo]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BatonClient
 import BatonCore
+import BatonNet
 import Foundation
 import NIOCore
 
@@ -49,9 +50,6 @@ struct DevicesCommand: ParsableCommand {
     @Option(help: ArgumentHelp("available (the default: devices whose agent answers) or any (also those that stopped answering).", valueName: "status"))
     var status = "available"
 
-    @Option(help: ArgumentHelp("same_account (the default) or anonymous (devices of other accounts too).", valueName: "kind"))
-    var authorization = "same_account"
-
     @Option(help: ArgumentHelp("Print the list after this long even if enumeration is not over: 500ms, 2s.", valueName: "duration"))
     var timeout = "3s"
 
@@ -95,17 +93,14 @@ struct DevicesCommand: ParsableCommand {
         case "available": filter.status = .available
         default: throw ValidationError("Invalid --status '\(status)': use available or any.")
         }
-        guard let authorizationKind = AuthorizationKind(rawValue: authorization) else {
-            throw ValidationError("Invalid --authorization '\(authorization)': use same_account or anonymous.")
-        }
-        filter.authorization = authorizationKind
+        filter.authorization = client.authorizationKind
         return filter
     }
 
     func run() throws {
         logging.bootstrap()
         let filter = try filter()
-        let baton = client.makeClient()
+        let baton = client.makeClient(logging)
         let directory = try discovery.makeDirectory(client: baton)
         let loop = baton.eventLoop
         if watch {
@@ -215,7 +210,11 @@ struct DiscoveryOptions: ParsableArguments {
         return options
     }
 
+    /// A directory for `client`, whose `same_account` filters compare with the account the
+    /// client connects as.
     func makeDirectory(client: BatonClient) throws -> DeviceDirectory {
-        DeviceDirectory(client: client, options: directoryOptions)
+        var options = directoryOptions
+        if let account = client.options.security.trustStore?.credentials.fingerprint.hex { options.account = account }
+        return DeviceDirectory(client: client, options: options)
     }
 }

@@ -71,8 +71,8 @@ struct LaunchCommand: ParsableCommand {
     func run() throws {
         let launchData = try data.map { try MessageText.dictionary(fromJSON: $0, option: "--data", root: "data") } ?? [:]
         logging.bootstrap()
-        let baton = client.makeClient()
-        let address = try DeviceArgument.resolve(device, client: baton, discovery: discovery, timeout: client.timeout)
+        let baton = client.makeClient(logging)
+        let address = try DeviceArgument.resolve(device, client: baton, discovery: discovery, authorization: client.authorizationKind, timeout: client.timeout)
         let request = LaunchRequest(uri: uri, appID: app, fallbackURI: fallback, preferredAppIDs: prefer, data: launchData)
         let (status, detail) = try baton.launch(request, on: address).wait()
         baton.finish()

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BatonCore
 import BatonLua
+import BatonNet
 import Logging
 import NIOPosix
 
@@ -43,6 +44,9 @@ struct Run: ParsableCommand {
 
     @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("How long reaching a device may take before it counts as unavailable.", valueName: "duration"))
     var connectTimeout: String = "3s"
+
+    @Flag(help: ArgumentHelp(ConnectionSecurity.insecureHelp))
+    var insecure = false
 
     @OptionGroup var logging: LoggingOptions
 
@@ -91,6 +95,8 @@ struct Run: ParsableCommand {
         )
         options.discovery = discovery.directoryOptions
         options.connectTimeout = DurationText.parse(connectTimeout)!
+        // Loaded on the script's first network call: scripts that never connect start faster.
+        options.security = { [insecure] in try ConnectionSecurity.forCommandLine(insecure: insecure) }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let outcome = try LuaRuntime.run(source, arguments: args, commandLine: commandLine, options: options, on: group.next()).wait()
         switch outcome {

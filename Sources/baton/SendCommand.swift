@@ -98,8 +98,8 @@ struct SendCommand: ParsableCommand {
     func run() throws {
         let message = try message()
         logging.bootstrap()
-        let baton = client.makeClient()
-        let address = try DeviceArgument.resolve(device, client: baton, discovery: discovery, timeout: client.timeout)
+        let baton = client.makeClient(logging)
+        let address = try DeviceArgument.resolve(device, client: baton, discovery: discovery, authorization: client.authorizationKind, timeout: client.timeout)
         let reply = try baton.send(message, to: service, app: app, on: address).wait()
         baton.finish()
         guard reply.status == .success else {

@@ -2,6 +2,9 @@ import BatonAgent
 import BatonClient
 import BatonCore
 import BatonLua
+import BatonNet
+import BatonSecurity
+import Foundation
 import NIOCore
 import NIOPosix
 import Testing
@@ -12,10 +15,19 @@ final class Captured: @unchecked Sendable {
     var failures: [ScriptFailure] = []
 }
 
-/// An agent listening on loopback, and a way to run scripts against it.
+/// An agent listening on loopback over mutual TLS, and a way to run scripts against it as a
+/// device of the same account.
 struct LiveAgent {
     let agent: Agent
     let address: String
+    let security: ConnectionSecurity
+
+    /// An account made in a temporary folder (left for the system to clean).
+    static func makeSecurity() throws -> ConnectionSecurity {
+        let folder = ConfigurationFolder(path: FileManager.default.temporaryDirectory.path + "/baton-agent-tests-\(UUID().uuidString)")
+        let credentials = try DeviceCredentials.loadOrCreate(in: folder, deviceName: "agent tests")
+        return .tls(try TLSIdentity(trustStore: try TrustStore(folder: folder, credentials: credentials)))
+    }
 
     static let config = """
         device{ name = "Living Room TV", kind = "tv", model = "X-900" }
@@ -37,8 +49,9 @@ struct LiveAgent {
         let defaults = AgentConfiguration(device: DeviceInfo(id: "11111111-2222-3333-4444-555555555555", name: "x", kind: .desktop))
         let agent = try await Agent.start(config: .string(config, chunkName: "agent.lua"), defaults: defaults,
                                           options: RuntimeOptions(), on: group.next()).get()
-        let server = try await agent.listen(host: "127.0.0.1", port: 0).get()
-        return LiveAgent(agent: agent, address: "127.0.0.1:\(server.localAddress.port!)")
+        let security = try makeSecurity()
+        let server = try await agent.listen(host: "127.0.0.1", port: 0, security: security).get()
+        return LiveAgent(agent: agent, address: "127.0.0.1:\(server.localAddress.port!)", security: security)
     }
 
     /// Runs `code` with `--peer` set to the agent; `ADDR` in the code is replaced by its address.
@@ -47,6 +60,7 @@ struct LiveAgent {
         var options = RuntimeOptions(timeout: timeout) { captured.failures.append($0) }
         options.discovery.peers = [DeviceAddress(address)!]
         options.discovery.mdns = nil
+        options.security = { [security] in security }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { group.shutdownGracefully { _ in } }
         let source = code.replacingOccurrences(of: "ADDR", with: address)

@@ -14,10 +14,12 @@ import Darwin
 /// The loop every test's `BatonClient` runs on; never shut down (the test process ends).
 let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 2)
 
-/// A client on the shared group with a short connect timeout.
-func makeClient(connectTimeout: TimeAmount = .seconds(3)) -> BatonClient {
+/// A client on the shared group with a short connect timeout, of `account` (the shared test
+/// account by default).
+func makeClient(connectTimeout: TimeAmount = .seconds(3), account: TestAccount = .shared) -> BatonClient {
     var options = BatonClient.Options()
     options.connectTimeout = connectTimeout
+    options.security = account.security
     options.deviceName = "baton-net-tests"
     return BatonClient(eventLoop: clientGroup.next(), options: options)
 }
@@ -221,16 +223,20 @@ final class AgentProcess: @unchecked Sendable {
     }
 
     /// Starts an agent whose configuration is `config`, with every `@DIR@` replaced by the
-    /// agent's directory. `directory` lets a second agent share the first one's files.
+    /// agent's directory. `directory` lets a second agent share the first one's files. The
+    /// agent is a device of `account` (nil: a stranger, with an account of its own).
     static func start(
-        config: String, arguments: [String] = [], directory: TemporaryDirectory? = nil
+        config: String, arguments: [String] = [], directory: TemporaryDirectory? = nil, account: TestAccount? = .shared
     ) async throws -> AgentProcess {
         let directory = try directory ?? TemporaryDirectory()
         let tag = UUID().uuidString.prefix(8)
         let configName = "agent-\(tag).lua", stdoutName = "agent-\(tag).out", stderrName = "agent-\(tag).err"
         try directory.write(configName, config.replacingOccurrences(of: "@DIR@", with: directory.path))
         let xdg = directory.url.appendingPathComponent("xdg", isDirectory: true)
-        try FileManager.default.createDirectory(at: xdg, withIntermediateDirectories: true)
+        if !FileManager.default.fileExists(atPath: xdg.path) {
+            try FileManager.default.createDirectory(at: xdg, withIntermediateDirectories: true)
+            try account?.enrol(xdg: xdg.path)
+        }
 
         let process = try ChildProcess(
             try BatonBinary.get().path,
@@ -304,11 +310,11 @@ struct AgentFailure: Error, CustomStringConvertible {
 /// Runs `body` with a fresh agent, then stops it with SIGTERM (unless the test already
 /// stopped it) and checks that it shut down cleanly.
 func withAgent<T>(
-    _ config: String = Fixtures.config, arguments: [String] = [],
+    _ config: String = Fixtures.config, arguments: [String] = [], account: TestAccount? = .shared,
     sourceLocation: SourceLocation = #_sourceLocation,
     _ body: (AgentProcess) async throws -> T
 ) async throws -> T {
-    let agent = try await AgentProcess.start(config: config, arguments: arguments)
+    let agent = try await AgentProcess.start(config: config, arguments: arguments, account: account)
     let result: T
     do {
         result = try await body(agent)

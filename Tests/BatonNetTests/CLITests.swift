@@ -26,12 +26,13 @@ struct CLIResult: CustomStringConvertible {
     }
 }
 
-/// Runs `baton ARGS...` to completion (killing it after 20 s, which fails the test).
-func runBaton(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) async throws -> CLIResult {
+/// Runs `baton ARGS...` to completion (killing it after 20 s, which fails the test), as the
+/// holder of the shared test account, or with `xdg` as its XDG_CONFIG_HOME.
+func runBaton(_ arguments: [String], xdg: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) async throws -> CLIResult {
     let url = try BatonBinary.get()
     let directory = try TemporaryDirectory("baton-net-cli")
     let process = try ChildProcess(
-        url.path, arguments, environment: ChildProcess.environment(["XDG_CONFIG_HOME": directory.path]),
+        url.path, arguments, environment: ChildProcess.environment(["XDG_CONFIG_HOME": xdg ?? TestAccount.shared.home.path]),
         stdout: directory.file("out"), stderr: directory.file("err"))
     var code = await process.exit.wait(within: 20)
     let killed = code == nil

@@ -129,12 +129,11 @@ final class NamespacePair: @unchecked Sendable {
         return child
     }
 
-    /// Runs `baton ARGS` inside `namespace` to completion, with an XDG_CONFIG_HOME of its own
+    /// Runs `baton ARGS` inside `namespace` to completion, as the holder of the shared test account
     /// (killed after 30 s, which fails the test).
     func baton(in namespace: String, _ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) async throws -> CLIResult {
         let tag = Self.tag()
-        let xdg = directory.file("cli-\(tag)")
-        try FileManager.default.createDirectory(atPath: xdg, withIntermediateDirectories: true)
+        let xdg = TestAccount.shared.home.path
         let process = try spawn(
             in: namespace, try BatonBinary.get().path, arguments, environment: ["XDG_CONFIG_HOME": xdg],
             stdout: directory.file("cli-\(tag).out"), stderr: directory.file("cli-\(tag).err"))
@@ -201,8 +200,7 @@ final class NamespacePair: @unchecked Sendable {
     /// Starts `baton devices --watch --json ARGS` in `namespace`.
     func watcher(in namespace: String, _ arguments: [String] = []) throws -> DeviceWatcher {
         let tag = Self.tag()
-        let xdg = directory.file("watch-\(tag)")
-        try FileManager.default.createDirectory(atPath: xdg, withIntermediateDirectories: true)
+        let xdg = TestAccount.shared.home.path
         let stdout = directory.file("watch-\(tag).out"), stderr = directory.file("watch-\(tag).err")
         let all = ["devices", "--watch", "--json"] + arguments
         let process = try spawn(
@@ -251,9 +249,11 @@ final class NamespacePair: @unchecked Sendable {
 final class AgentHome: Sendable {
     let path: String
 
-    init(in directory: TemporaryDirectory) throws {
+    /// A new home whose device belongs to `account` (nil: a stranger, with its own account).
+    init(in directory: TemporaryDirectory, account: TestAccount? = .shared) throws {
         path = directory.file("agent-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(atPath: path + "/xdg", withIntermediateDirectories: true)
+        try account?.enrol(xdg: path + "/xdg")
     }
 
     /// The contents of the file `name` in the home, or nil.

@@ -60,6 +60,22 @@ struct FrameCodecConformanceTests {
         frames.append(.with { $0.ping = .with { $0.nonce = 1 << 40 } })
         frames.append(.with { $0.pong = Baton_V1_Pong() })
         frames.append(.with { $0.goodbye = .with { $0.reason = .frameTooLarge; $0.detail = "bye" } })
+        frames.append(.with { $0.hello = .with { $0.protocolVersion = 1; $0.revocationList = "{\"list\": \"…\"}" } })
+        frames.append(.with { $0.helloAck = .with { $0.device = device; $0.revocationList = "{}" } })
+        frames.append(.with {
+            $0.joinRequest = .with {
+                $0.requestID = 3; $0.inviteSecret = Data([0, 1, 2, 255]); $0.deviceID = "id"; $0.deviceName = "TV"
+                $0.publicKey = Data(repeating: 7, count: 91)
+            }
+        })
+        frames.append(.with { $0.joinRequest = Baton_V1_JoinRequest() })
+        frames.append(.with {
+            $0.joinResponse = .with {
+                $0.requestID = 3; $0.status = .success; $0.accountCertificate = Data([1, 2]); $0.deviceCertificate = Data([3])
+                $0.revocationList = "{}"
+            }
+        })
+        frames.append(.with { $0.joinResponse = .with { $0.status = .refused; $0.detail = "the invite code has already been used" } })
         var empty = Baton_V1_Value()
         empty.kind = nil
         var entry = Baton_V1_Dictionary.Entry()

@@ -13,7 +13,8 @@
 // in any language from this file alone can launch URIs on an agent and talk to its services.
 //
 // TRANSPORT AND FRAMING
-//   A connection is one TCP stream (TLS 1.3 once accounts exist; plaintext until then). Each
+//   A connection is one TCP stream carrying TLS 1.3 with certificates on both ends (plaintext
+//   only between loopback addresses, when both sides were started with --insecure). Each
 //   direction carries a sequence of frames. A frame is:
 //
 //     length   unsigned varint (protobuf's base-128 encoding, least significant group first),
@@ -60,6 +61,20 @@
 //   all of one kind, or nested dictionaries. A receiver refuses a message that breaks these
 //   rules (mixed arrays, repeated keys, a UUID that is not 16 bytes, a Value with no kind set)
 //   with the matching status; the connection lives on.
+//
+// ACCOUNTS
+//   Every device holds a P-256 key and an X.509 certificate naming its id as the URI SAN
+//   `urn:uuid:ID`, signed by its account's CA (a self-signed P-256 certificate; the account's
+//   fingerprint is the SHA-256 of its DER, advertised in DNS-SD TXT `acct`). In TLS both sides
+//   present [device certificate, account CA certificate]. A client checks that the agent's
+//   certificate names the device id discovery advertised and chains to the expected account.
+//   An agent serves a caller whose certificate its own CA signed as `same_account`, any other
+//   as `anonymous`: it may describe and reach only apps marked anonymous, and anything else
+//   gets LAUNCH_STATUS_DENIED_BY_REMOTE_SYSTEM or OPEN_STATUS_NOT_AUTHORIZED. An expired or
+//   revoked certificate of the agent's own account fails the handshake.
+//   A revocation list is JSON {"list": TEXT, "signature": BASE64}, TEXT being JSON
+//   {"account": HEX, "version": N, "revoked": [{"id", "serial", "revoked"}]} and the signature
+//   the CA key's ECDSA P-256/SHA-256 signature (DER) over TEXT's UTF-8 bytes.
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -290,6 +305,52 @@ public nonisolated enum Baton_V1_ClosedStatus: SwiftProtobuf.Enum, Swift.CaseIte
 
 }
 
+public nonisolated enum Baton_V1_JoinStatus: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unknown // = 0
+  case success // = 1
+
+  /// The code is unknown, used or expired, or the device is revoked; `detail` says which.
+  case refused // = 2
+
+  /// This agent's device does not hold the account's key.
+  case notSupported // = 3
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unknown
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unknown
+    case 1: self = .success
+    case 2: self = .refused
+    case 3: self = .notSupported
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unknown: return 0
+    case .success: return 1
+    case .refused: return 2
+    case .notSupported: return 3
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Baton_V1_JoinStatus] = [
+    .unknown,
+    .success,
+    .refused,
+    .notSupported,
+  ]
+
+}
+
 /// One unit on the wire; see FRAMING above.
 public nonisolated struct Baton_V1_Frame: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -410,6 +471,22 @@ public nonisolated struct Baton_V1_Frame: Sendable {
     set {body = .goodbye(newValue)}
   }
 
+  public var joinRequest: Baton_V1_JoinRequest {
+    get {
+      if case .joinRequest(let v)? = body {return v}
+      return Baton_V1_JoinRequest()
+    }
+    set {body = .joinRequest(newValue)}
+  }
+
+  public var joinResponse: Baton_V1_JoinResponse {
+    get {
+      if case .joinResponse(let v)? = body {return v}
+      return Baton_V1_JoinResponse()
+    }
+    set {body = .joinResponse(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Body: Equatable, Sendable {
@@ -427,6 +504,8 @@ public nonisolated struct Baton_V1_Frame: Sendable {
     case ping(Baton_V1_Ping)
     case pong(Baton_V1_Pong)
     case goodbye(Baton_V1_Goodbye)
+    case joinRequest(Baton_V1_JoinRequest)
+    case joinResponse(Baton_V1_JoinResponse)
 
   }
 
@@ -449,6 +528,10 @@ public nonisolated struct Baton_V1_Hello: Sendable {
 
   /// The largest frame the client accepts, in bytes; 0 means the default 1 MiB.
   public var maxFrameSize: UInt32 = 0
+
+  /// The client's account's signed revocation list (JSON text, see ACCOUNTS), empty if it has
+  /// none. An agent of the same account adopts it when it is newer than its own.
+  public var revocationList: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -475,6 +558,10 @@ public nonisolated struct Baton_V1_HelloAck: Sendable {
 
   /// The largest frame the agent accepts, in bytes; 0 means the default 1 MiB.
   public var maxFrameSize: UInt32 = 0
+
+  /// The agent's signed revocation list, sent to callers of its own account only; empty if it
+  /// has none. The client adopts it when it is newer than its own.
+  public var revocationList: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -844,6 +931,56 @@ public nonisolated struct Baton_V1_Goodbye: Sendable {
   public init() {}
 }
 
+/// Asks an agent whose device holds the account's key to enrol the caller's device, with a
+/// one-time invite code made by `baton account invite` on that device. The caller connects as
+/// an anonymous peer and checks that the agent's account matches the fingerprint in the code.
+public nonisolated struct Baton_V1_JoinRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var requestID: UInt64 = 0
+
+  /// The code's secret part (7 bytes).
+  public var inviteSecret: Data = Data()
+
+  /// The joining device's id and display name.
+  public var deviceID: String = String()
+
+  public var deviceName: String = String()
+
+  /// The joining device's public key, DER SubjectPublicKeyInfo (P-256).
+  public var publicKey: Data = Data()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Baton_V1_JoinResponse: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var requestID: UInt64 = 0
+
+  public var status: Baton_V1_JoinStatus = .unknown
+
+  public var detail: String = String()
+
+  /// On success: the account's CA certificate and the new device certificate, DER.
+  public var accountCertificate: Data = Data()
+
+  public var deviceCertificate: Data = Data()
+
+  /// The account's signed revocation list; empty if it has none.
+  public var revocationList: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 /// A typed value. Exactly one field of `kind` is set.
 public nonisolated struct Baton_V1_Value: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -1015,9 +1152,13 @@ nonisolated extension Baton_V1_ClosedStatus: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CLOSED_STATUS_UNKNOWN\0\u{1}CLOSED_STATUS_COMPLETED\0\u{1}CLOSED_STATUS_CANCELED\0\u{1}CLOSED_STATUS_RESOURCE_LIMITS_EXCEEDED\0")
 }
 
+nonisolated extension Baton_V1_JoinStatus: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0JOIN_STATUS_UNKNOWN\0\u{1}JOIN_STATUS_SUCCESS\0\u{1}JOIN_STATUS_REFUSED\0\u{1}JOIN_STATUS_NOT_SUPPORTED\0")
+}
+
 nonisolated extension Baton_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Frame"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}hello_ack\0\u{3}describe_request\0\u{3}describe_response\0\u{3}launch_request\0\u{3}launch_response\0\u{3}open_service_request\0\u{3}open_service_response\0\u{3}service_request\0\u{3}service_response\0\u{3}close_service\0\u{1}ping\0\u{1}pong\0\u{1}goodbye\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{3}hello_ack\0\u{3}describe_request\0\u{3}describe_response\0\u{3}launch_request\0\u{3}launch_response\0\u{3}open_service_request\0\u{3}open_service_response\0\u{3}service_request\0\u{3}service_response\0\u{3}close_service\0\u{1}ping\0\u{1}pong\0\u{1}goodbye\0\u{3}join_request\0\u{3}join_response\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1207,6 +1348,32 @@ nonisolated extension Baton_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._Mess
           self.body = .goodbye(v)
         }
       }()
+      case 15: try {
+        var v: Baton_V1_JoinRequest?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .joinRequest(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .joinRequest(v)
+        }
+      }()
+      case 16: try {
+        var v: Baton_V1_JoinResponse?
+        var hadOneofValue = false
+        if let current = self.body {
+          hadOneofValue = true
+          if case .joinResponse(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.body = .joinResponse(v)
+        }
+      }()
       default: break
       }
     }
@@ -1274,6 +1441,14 @@ nonisolated extension Baton_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._Mess
       guard case .goodbye(let v)? = self.body else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
     }()
+    case .joinRequest?: try {
+      guard case .joinRequest(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
+    }()
+    case .joinResponse?: try {
+      guard case .joinResponse(let v)? = self.body else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 16)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -1288,7 +1463,7 @@ nonisolated extension Baton_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension Baton_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Hello"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}device_id\0\u{3}device_name\0\u{3}max_frame_size\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}device_id\0\u{3}device_name\0\u{3}max_frame_size\0\u{3}revocation_list\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1300,6 +1475,7 @@ nonisolated extension Baton_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._Mess
       case 2: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.deviceName) }()
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self.maxFrameSize) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.revocationList) }()
       default: break
       }
     }
@@ -1318,6 +1494,9 @@ nonisolated extension Baton_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if self.maxFrameSize != 0 {
       try visitor.visitSingularUInt32Field(value: self.maxFrameSize, fieldNumber: 4)
     }
+    if !self.revocationList.isEmpty {
+      try visitor.visitSingularStringField(value: self.revocationList, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1326,6 +1505,7 @@ nonisolated extension Baton_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if lhs.deviceID != rhs.deviceID {return false}
     if lhs.deviceName != rhs.deviceName {return false}
     if lhs.maxFrameSize != rhs.maxFrameSize {return false}
+    if lhs.revocationList != rhs.revocationList {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1333,7 +1513,7 @@ nonisolated extension Baton_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension Baton_V1_HelloAck: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".HelloAck"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{1}device\0\u{3}max_frame_size\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{1}device\0\u{3}max_frame_size\0\u{3}revocation_list\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1344,6 +1524,7 @@ nonisolated extension Baton_V1_HelloAck: SwiftProtobuf.Message, SwiftProtobuf._M
       case 1: try { try decoder.decodeSingularUInt32Field(value: &self.protocolVersion) }()
       case 2: try { try decoder.decodeSingularMessageField(value: &self._device) }()
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.maxFrameSize) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.revocationList) }()
       default: break
       }
     }
@@ -1363,6 +1544,9 @@ nonisolated extension Baton_V1_HelloAck: SwiftProtobuf.Message, SwiftProtobuf._M
     if self.maxFrameSize != 0 {
       try visitor.visitSingularUInt32Field(value: self.maxFrameSize, fieldNumber: 3)
     }
+    if !self.revocationList.isEmpty {
+      try visitor.visitSingularStringField(value: self.revocationList, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1370,6 +1554,7 @@ nonisolated extension Baton_V1_HelloAck: SwiftProtobuf.Message, SwiftProtobuf._M
     if lhs.protocolVersion != rhs.protocolVersion {return false}
     if lhs._device != rhs._device {return false}
     if lhs.maxFrameSize != rhs.maxFrameSize {return false}
+    if lhs.revocationList != rhs.revocationList {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1977,6 +2162,111 @@ nonisolated extension Baton_V1_Goodbye: SwiftProtobuf.Message, SwiftProtobuf._Me
 
 nonisolated extension Baton_V1_Goodbye.Reason: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REASON_UNKNOWN\0\u{1}REASON_SHUTDOWN\0\u{1}REASON_PROTOCOL_ERROR\0\u{1}REASON_FRAME_TOO_LARGE\0\u{1}REASON_TIMEOUT\0\u{1}REASON_UNSUPPORTED_VERSION\0")
+}
+
+nonisolated extension Baton_V1_JoinRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".JoinRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{3}invite_secret\0\u{3}device_id\0\u{3}device_name\0\u{3}public_key\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.requestID) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.inviteSecret) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.deviceName) }()
+      case 5: try { try decoder.decodeSingularBytesField(value: &self.publicKey) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.requestID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.requestID, fieldNumber: 1)
+    }
+    if !self.inviteSecret.isEmpty {
+      try visitor.visitSingularBytesField(value: self.inviteSecret, fieldNumber: 2)
+    }
+    if !self.deviceID.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceID, fieldNumber: 3)
+    }
+    if !self.deviceName.isEmpty {
+      try visitor.visitSingularStringField(value: self.deviceName, fieldNumber: 4)
+    }
+    if !self.publicKey.isEmpty {
+      try visitor.visitSingularBytesField(value: self.publicKey, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Baton_V1_JoinRequest, rhs: Baton_V1_JoinRequest) -> Bool {
+    if lhs.requestID != rhs.requestID {return false}
+    if lhs.inviteSecret != rhs.inviteSecret {return false}
+    if lhs.deviceID != rhs.deviceID {return false}
+    if lhs.deviceName != rhs.deviceName {return false}
+    if lhs.publicKey != rhs.publicKey {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Baton_V1_JoinResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".JoinResponse"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{1}detail\0\u{3}account_certificate\0\u{3}device_certificate\0\u{3}revocation_list\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.requestID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.status) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.detail) }()
+      case 4: try { try decoder.decodeSingularBytesField(value: &self.accountCertificate) }()
+      case 5: try { try decoder.decodeSingularBytesField(value: &self.deviceCertificate) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.revocationList) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.requestID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.requestID, fieldNumber: 1)
+    }
+    if self.status != .unknown {
+      try visitor.visitSingularEnumField(value: self.status, fieldNumber: 2)
+    }
+    if !self.detail.isEmpty {
+      try visitor.visitSingularStringField(value: self.detail, fieldNumber: 3)
+    }
+    if !self.accountCertificate.isEmpty {
+      try visitor.visitSingularBytesField(value: self.accountCertificate, fieldNumber: 4)
+    }
+    if !self.deviceCertificate.isEmpty {
+      try visitor.visitSingularBytesField(value: self.deviceCertificate, fieldNumber: 5)
+    }
+    if !self.revocationList.isEmpty {
+      try visitor.visitSingularStringField(value: self.revocationList, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Baton_V1_JoinResponse, rhs: Baton_V1_JoinResponse) -> Bool {
+    if lhs.requestID != rhs.requestID {return false}
+    if lhs.status != rhs.status {return false}
+    if lhs.detail != rhs.detail {return false}
+    if lhs.accountCertificate != rhs.accountCertificate {return false}
+    if lhs.deviceCertificate != rhs.deviceCertificate {return false}
+    if lhs.revocationList != rhs.revocationList {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
 }
 
 nonisolated extension Baton_V1_Value: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

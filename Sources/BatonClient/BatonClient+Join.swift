@@ -1,0 +1,110 @@
+import BatonCore
+import BatonNet
+import BatonSecurity
+import BatonWire
+import NIOCore
+import X509
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Why joining an account through an agent failed.
+public enum JoinError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The agent could not be reached, or the connection failed.
+    case unreachable(String)
+    /// The agent is not of the account the code names: it may be an impostor.
+    case wrongAccount(String)
+    /// The agent refused: the code is unknown, used or expired, or the device revoked.
+    case refused(String)
+    /// The agent's device does not hold the account's key; another device of it may.
+    case notSupported(String)
+    /// The agent's answer does not make this device a member (a bad certificate).
+    case badAnswer(String)
+
+    public var description: String {
+        switch self {
+        case .unreachable(let why): "cannot reach the agent: \(why)"
+        case .wrongAccount(let why): why
+        case .refused(let why): "the agent refused: \(why)"
+        case .notSupported(let why): "the agent cannot enrol devices: \(why)"
+        case .badAnswer(let why): "the agent's answer is not usable: \(why)"
+        }
+    }
+}
+
+/// What an agent answers a join: the account's certificate, the new device certificate and
+/// the account's revocation list, to install with ``DeviceCredentials/join(accountCertificate:deviceCertificate:revocationList:in:)``.
+public struct JoinGrant: Sendable {
+    public let accountCertificate: Certificate
+    public let deviceCertificate: Certificate
+    public let revocationList: String?
+}
+
+extension BatonClient {
+    /// Asks the agent at `address` to enrol this device with `code`. The TLS handshake proves
+    /// the agent's account matches the fingerprint the code carries before the code's secret
+    /// is sent; the agent's certificate may belong to any device of that account.
+    public func join(
+        _ code: InviteCode, at address: DeviceAddress, deviceID: String, deviceName: String, publicKey: Certificate.PublicKey
+    ) -> EventLoopFuture<JoinGrant> {
+        let hello = Baton_V1_Hello.with {
+            $0.protocolVersion = 1
+            $0.deviceID = deviceID
+            $0.deviceName = deviceName
+        }
+        let connecting = PeerConnector.connect(
+            host: address.host, port: address.port, on: eventLoop, security: options.security,
+            expecting: PeerExpectation(deviceID: nil, account: .invitedBy(code)), hello: hello,
+            connectTimeout: options.connectTimeout, limits: options.limits, timing: options.timing, logger: logger)
+        return connecting.flatMapError { error in
+            // The handshake checked the agent's account against the code's fingerprint.
+            if case PeerConnectionError.untrustedPeer(let why) = error {
+                return self.eventLoop.makeFailedFuture(JoinError.wrongAccount("\(address): \(why)"))
+            }
+            return self.eventLoop.makeFailedFuture(JoinError.unreachable(Self.describe(error, device: address)))
+        }.flatMap { connection in
+            guard let account = connection.peerIdentity?.account else {
+                connection.goodbye(.unknown, "no account")
+                return self.eventLoop.makeFailedFuture(JoinError.wrongAccount("the agent at \(address) presented no account"))
+            }
+            let request = Baton_V1_JoinRequest.with {
+                $0.inviteSecret = Data(code.secret)
+                $0.deviceID = deviceID
+                $0.deviceName = deviceName
+                $0.publicKey = Data(publicKey.subjectPublicKeyInfoBytes)
+            }
+            return connection.join(request).always { _ in
+                connection.goodbye(.unknown, "joined")
+            }.flatMapErrorThrowing { error in
+                throw JoinError.unreachable(Self.describe(error, device: address))
+            }.flatMapThrowing { response in
+                try Self.grant(response, account: account)
+            }
+        }
+    }
+
+    private static func grant(_ response: Baton_V1_JoinResponse, account: AccountFingerprint) throws -> JoinGrant {
+        switch response.status {
+        case .success: break
+        case .refused: throw JoinError.refused(response.detail)
+        case .notSupported: throw JoinError.notSupported(response.detail)
+        default: throw JoinError.refused(response.detail.isEmpty ? "\(response.status)" : response.detail)
+        }
+        do {
+            let accountCertificate = try Certificate(derEncoded: Array(response.accountCertificate))
+            guard try AccountFingerprint(of: accountCertificate) == account else {
+                throw JoinError.badAnswer("the account certificate is not the one the agent presented")
+            }
+            return JoinGrant(
+                accountCertificate: accountCertificate,
+                deviceCertificate: try Certificate(derEncoded: Array(response.deviceCertificate)),
+                revocationList: response.revocationList.isEmpty ? nil : response.revocationList)
+        } catch let error as JoinError {
+            throw error
+        } catch {
+            throw JoinError.badAnswer("\(error)")
+        }
+    }
+}
