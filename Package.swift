@@ -121,9 +121,10 @@ let package = Package(
         .executableTarget(
             name: "baton-bench",
             dependencies: [
-                "BatonLua", "BatonCore", "CLuaShim", "BatonClient", "BatonNet", "BatonSecurity",
+                "BatonLua", "BatonCore", "CLuaShim", "BatonClient", "BatonNet", "BatonSecurity", "BatonWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),

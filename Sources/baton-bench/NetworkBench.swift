@@ -1,18 +1,23 @@
 // The network figures: each measured against a real `baton agent` process on loopback.
 import BatonClient
 import BatonCore
+import BatonNet
+import BatonSecurity
+import BatonWire
 import CLuaShim
 import Foundation
+import Logging
 import NIOCore
 import NIOPosix
 
-/// A `baton agent` child process with an echo service and a Lua launch function.
+/// A `baton agent` child process with an echo service and a Lua launch function: plaintext on
+/// loopback (`--insecure`), or mutual TLS with an account of its own folder.
 final class AgentProcess {
     let process = Process()
     let address: DeviceAddress
     let folder: URL
 
-    init(baton: String) throws {
+    init(baton: String, insecure: Bool) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("baton-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let config = folder.appendingPathComponent("agent.lua")
@@ -22,7 +27,8 @@ final class AgentProcess {
                  services = { echo = function(msg) return msg end, idle = function() return {} end } }
             """.write(to: config, atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: baton)
-        process.arguments = ["agent", "--config", config.path, "--listen", "127.0.0.1:0", "-q", "--max-message", "16M"]
+        process.arguments = ["agent", "--config", config.path, "--listen", "127.0.0.1:0", "-q", "--max-message", "16M", "--no-mdns"]
+            + (insecure ? ["--insecure"] : [])
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_CONFIG_HOME"] = folder.path
         process.environment = environment
@@ -39,6 +45,13 @@ final class AgentProcess {
         guard let range = text.range(of: #"127\.0\.0\.1:\d+"#, options: .regularExpression),
               let address = DeviceAddress(String(text[range])) else { throw BenchError("unexpected ready line: \(text)") }
         self.address = address
+    }
+
+    /// Connections as a device of the agent's own account (the agent made it on first use).
+    func clientSecurity() throws -> ConnectionSecurity {
+        let folder = ConfigurationFolder(path: self.folder.appendingPathComponent("baton").path)
+        guard let credentials = try DeviceCredentials.load(from: folder) else { throw BenchError("the agent made no account") }
+        return .tls(try TLSIdentity(trustStore: try TrustStore(folder: folder, credentials: credentials)))
     }
 
     /// The agent's resident memory, in bytes.
@@ -147,6 +160,55 @@ private func readExactly(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ n: In
     }
 }
 
+/// Mutual TLS 1.3: connection setup (TCP, TLS handshake with both certificates checked, Hello)
+/// beside plaintext's, and the request/response round trip beside plaintext's p50.
+func tlsBench(baton: String, message: ValueDictionary, plaintextP50: Double, loop: any EventLoop, scale: Int) throws {
+    let agent = try AgentProcess(baton: baton, insecure: false)
+    defer { agent.stop() }
+    let plain = try AgentProcess(baton: baton, insecure: true)
+    defer { plain.stop() }
+    let security = try agent.clientSecurity()
+    let hello = Baton_V1_Hello.with { $0.protocolVersion = 1 }
+    func setup(_ address: DeviceAddress, _ security: ConnectionSecurity) throws -> Double {
+        let start = baton_monotonic_ns()
+        let connection = try PeerConnector.connect(
+            host: address.host, port: address.port, on: loop, security: security, hello: hello,
+            logger: Logger(label: "bench")).wait()
+        let elapsed = Double(baton_monotonic_ns() - start) / 1e6
+        try loop.submit { connection.goodbye(.unknown, "done") }.wait()
+        return elapsed
+    }
+    for _ in 0..<20 {
+        _ = try setup(agent.address, security)
+        _ = try setup(plain.address, .insecure)
+    }
+    var tls: [Double] = [], plaintext: [Double] = []
+    for _ in 0..<(300 / scale) {
+        tls.append(try setup(agent.address, security))
+        plaintext.append(try setup(plain.address, .insecure))
+    }
+    tls.sort()
+    plaintext.sort()
+    row("TLS 1.3 connection setup (mutual, + Hello): p50", "\(fmt(percentile(tls, 0.5), 2)) ms",
+        "plaintext \(fmt(percentile(plaintext, 0.5), 2)) ms", "", nil)
+
+    var options = BatonClient.Options()
+    options.security = security
+    let client = BatonClient(eventLoop: loop, options: options)
+    defer { client.shutdown() }
+    let (opened, status, detail) = try client.openService("echo", app: "bench", on: agent.address).wait()
+    guard let channel = opened else { throw BenchError("open over TLS: \(status) \(detail)") }
+    let driver = RequestDriver(channel: channel, message: message, loop: loop)
+    _ = try driver.roundTrips(2000 / scale)
+    let rtt = try driver.roundTrips(20000 / scale).sorted()
+    let p50 = percentile(rtt, 0.5)
+    row("request/response over TLS, ~100 B: p50", "\(fmt(p50)) µs",
+        "plaintext \(fmt(plaintextP50)) µs (\(fmt(p50 / plaintextP50, 2))×)", "≤ 1.3×", p50 <= 1.3 * plaintextP50)
+    let throughput = try driver.pipelined(total: 200_000 / scale, window: 64)
+    row("pipelined over TLS, 64 in flight", "\(Int(throughput)) msg/s", "", "", nil)
+    channel.close()
+}
+
 /// The raw baseline: a blocking TCP ping-pong of `size` bytes between two threads.
 func rawPingPong(size: Int, count: Int) throws -> [Double] {
     let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -188,10 +250,11 @@ func rawPingPong(size: Int, count: Int) throws -> [Double] {
 /// BATON_BENCH_SCALE (default 1) divides their counts.
 func networkBench(baton: String, requestsOnly: Bool = false) throws {
     let scale = requestsOnly ? max(1, Int(ProcessInfo.processInfo.environment["BATON_BENCH_SCALE"] ?? "") ?? 1) : 1
-    let agent = try AgentProcess(baton: baton)
+    let agent = try AgentProcess(baton: baton, insecure: true)
     defer { agent.stop() }
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let loop = group.next()
+    // Plaintext (--insecure) for the figures issue 3 set; TLS's own figures follow beside them.
     let client = BatonClient(eventLoop: loop)
     // About 100 bytes on the wire.
     let message: ValueDictionary = [
@@ -215,6 +278,7 @@ func networkBench(baton: String, requestsOnly: Bool = false) throws {
         channel.close()
         return
     }
+    try tlsBench(baton: baton, message: message, plaintextP50: p50, loop: loop, scale: scale)
 
     // Launch with a Lua launch function.
     let launchRequest = LaunchRequest(uri: "bench:x", appID: "bench")

@@ -261,16 +261,18 @@ struct MDNSInteropTests {
             let relay = try await pair.agent(in: pair.b, name: "Hidden Agent", kind: "speaker", arguments: ["--no-mdns"])
             // A baton agent in zeroconf's namespace too, answering on 5353 beside it.
             let neighbour = try await pair.agent(in: pair.b, name: "Neighbour", kind: "tv")
+            // Under another name, but with the agent's own id and account: TLS then proves the
+            // agent behind the address is that device of this account.
             let registered = try pair.python(in: pair.b, MDNSInteropScripts.register, [
-                "Py Relay", relay.host, String(relay.port), "id=py-relay-1", "kind=speaker", "platform=linux", "v=1",
-                "model=Snake", "mfr=PSF",
+                "Py Relay", relay.host, String(relay.port), "id=\(relay.id)", "kind=speaker", "platform=linux", "v=1",
+                "model=Snake", "mfr=PSF", "acct=\(TestAccount.shared.credentials.fingerprint.hex)",
             ])
             try await registered.waitForLine("REGISTERED") { $0 == "REGISTERED" }
             try await MDNSFixtures.waitAdvertised([neighbour])
 
             for namespace in [pair.a, pair.b] {
-                let listed = try await MDNSFixtures.devices(pair, in: namespace, expecting: ["py-relay-1", neighbour.id])
-                if let device = listed["py-relay-1"] {
+                let listed = try await MDNSFixtures.devices(pair, in: namespace, expecting: [relay.id, neighbour.id])
+                if let device = listed[relay.id] {
                     #expect(device["name"] == .string("Py Relay"), "\(device.serialized())")
                     #expect(device["kind"] == .string("speaker") && device["platform"] == .string("linux"), "\(device.serialized())")
                     #expect(device["model"] == .string("Snake") && device["manufacturer"] == .string("PSF"), "\(device.serialized())")
@@ -283,7 +285,7 @@ struct MDNSInteropTests {
                 #expect(object?["device"]?["id"] == .string(relay.id), "\(described)")
             }
             let watcher = try pair.watcher(in: pair.a)
-            let added = try await watcher.waitFor("added Py Relay") { $0.event == "added" && $0.id == "py-relay-1" }
+            let added = try await watcher.waitFor("added Py Relay") { $0.event == "added" && $0.id == relay.id }
             #expect(added.event.name == "Py Relay", "\(added.event)")
         }
     }
