@@ -13,3 +13,9 @@ app{
     ["com.example.ping"] = function(msg) return { Type = "pong", CreationDate = msg.CreationDate } end,
   },
 }
+
+-- Devices of other accounts (anonymous callers) may sign the guestbook, and reach nothing else.
+app{
+  id = "org.example.guestbook", name = "Guestbook", anonymous = true,
+  services = { ["com.example.sign"] = function(msg) return { thanks = msg.name or "guest" } end },
+}
