@@ -12,7 +12,7 @@ import Foundation
 struct AccountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "account",
-        abstract: "Show the account this device belongs to.",
+        abstract: "The account this device belongs to: show it, enrol devices into it, revoke them.",
         discussion: """
             Baton makes an account on first use: a certificate authority (a P-256 key and \
             certificate) and this device's key and certificate signed by it, in \

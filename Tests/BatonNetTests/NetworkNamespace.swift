@@ -129,11 +129,13 @@ final class NamespacePair: @unchecked Sendable {
         return child
     }
 
-    /// Runs `baton ARGS` inside `namespace` to completion, as the holder of the shared test account
-    /// (killed after 30 s, which fails the test).
-    func baton(in namespace: String, _ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) async throws -> CLIResult {
+    /// Runs `baton ARGS` inside `namespace` to completion, as the holder of the shared test account (or
+    /// with `xdg` as its XDG_CONFIG_HOME), killed after 30 s, which fails the test.
+    func baton(
+        in namespace: String, _ arguments: [String], xdg: String? = nil, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> CLIResult {
         let tag = Self.tag()
-        let xdg = TestAccount.shared.home.path
+        let xdg = xdg ?? TestAccount.shared.home.path
         let process = try spawn(
             in: namespace, try BatonBinary.get().path, arguments, environment: ["XDG_CONFIG_HOME": xdg],
             stdout: directory.file("cli-\(tag).out"), stderr: directory.file("cli-\(tag).err"))
