@@ -163,6 +163,7 @@ let package = Package(
                 "BatonClient", "BatonNet", "BatonWire", "BatonCore", "BatonSecurity",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
