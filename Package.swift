@@ -163,7 +163,10 @@ let package = Package(
             dependencies: [
                 "BatonClient", "BatonNet", "BatonWire", "BatonCore", "BatonSecurity",
                 .product(name: "X509", package: "swift-certificates"),
+                // Keys and certificates of strangers, made by hostile-client tests.
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]

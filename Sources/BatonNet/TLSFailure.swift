@@ -18,6 +18,9 @@ struct TLSFailure {
         // BoringSSL's reason codes are the stable part of its messages.
         let text = "\(error)".uppercased()
         let client = role == .client
+        // NIOSSL reports end of file in the TLS handshake as its own "EOF during handshake"
+        // (handshakeFailed); uncleanShutdown is a close without close_notify after it.
+        let uncleanShutdown = if case .uncleanShutdown? = error as? NIOSSLError { true } else { false }
         if text.contains("WRONG_VERSION_NUMBER") || text.contains("HTTP_REQUEST") || text.contains("PACKET_LENGTH_TOO_LONG")
             || text.contains("RECORD_TOO_LARGE") || text.contains("UNEXPECTED_RECORD") {
             logLine = client ? "the agent does not speak TLS" : "not a TLS client (plaintext, or started with --insecure?)"
@@ -29,7 +32,7 @@ struct TLSFailure {
             logLine = client ? "the agent refused this device's certificate" : "the caller refused this agent's certificate"
             self.error = .refusedByPeer(
                 "the agent refused this device's certificate (revoked, expired, or not valid; its log says which)")
-        } else if case .uncleanShutdown? = error as? NIOSSLError, !handshakeOver {
+        } else if text.contains("EOF DURING") || (uncleanShutdown && !handshakeOver) {
             logLine = "the peer closed the connection during the TLS handshake"
             self.error = .refusedByPeer("the agent closed the connection during the TLS handshake")
         } else {

@@ -4,9 +4,10 @@ import BatonWire
 import Foundation
 import Testing
 
-/// Bytes no client should send, on raw sockets: each closes only its own connection (with a
-/// Goodbye saying why, when the agent can still send one) while a well-behaved client on
-/// another connection keeps working.
+/// Bytes no client should send, written by hand inside a same-account TLS connection so they
+/// reach the frame decoder: each closes only its own connection (with a Goodbye saying why,
+/// when the agent can still send one) while a well-behaved client on another connection keeps
+/// working. (Bytes that are not TLS at all: TLSHostileTests.)
 ///
 /// Not covered: a client that stays silent until the 10 s hello timeout. `baton agent` has no
 /// flag to shorten it, and the suite does not wait that long.
@@ -19,8 +20,13 @@ struct HostileBytesTests {
         var bytes: [UInt8]
         /// The Goodbye reason expected before the agent closes; nil when it cannot send one.
         var reason: Baton_V1_Goodbye.Reason?
-        /// Close our sending side after the bytes (the agent reads end of file).
+        /// Close our sending side after the bytes (the agent reads end of file). Over TLS that
+        /// is a close_notify, which the agent's TLS layer answers by closing the whole
+        /// connection (it allows no half-closed ones): no Goodbye can follow, as with plaintext
+        /// end of file, so the agent's log line is what shows the partial frame was noticed.
         var closeAfter = false
+        /// What the agent's log says about the connection, when that is all there is to see.
+        var logged: String?
 
         var testDescription: String { name }
     }
@@ -55,8 +61,12 @@ struct HostileBytesTests {
         Case(name: "a Frame with field number 0", handshake: true, bytes: [0x02, 0x00, 0x00], reason: .protocolError),
         Case(name: "a Hello with protocol_version 2", bytes: RawConnection.encode(.with { $0.hello = .with { $0.protocolVersion = 2 } }), reason: .unsupportedVersion),
         Case(name: "a second Hello", handshake: true, bytes: RawConnection.encode(.with { $0.hello = .with { $0.protocolVersion = 1 } }), reason: .protocolError),
-        Case(name: "a truncated frame, then end of file", handshake: true, bytes: Array(describeRequest.dropLast(2)), reason: nil, closeAfter: true),
-        Case(name: "a truncated length, then end of file", bytes: [0x80, 0x80], reason: nil, closeAfter: true),
+        Case(
+            name: "a truncated frame, then end of file", handshake: true, bytes: Array(describeRequest.dropLast(2)), reason: nil,
+            closeAfter: true, logged: "connection closed in the middle of a frame"),
+        Case(
+            name: "a truncated length, then end of file", bytes: [0x80, 0x80], reason: nil, closeAfter: true,
+            logged: "connection closed in the middle of a frame"),
         Case(
             name: "an oversized frame that is not a request",
             handshake: true,
@@ -101,6 +111,9 @@ struct HostileBytesTests {
                 #expect(goodbyes.first.map { !$0.detail.isEmpty } == true)
             }
             #expect(results.dropLast().allSatisfy { $0.goodbye != nil }, "only a Goodbye may come back: \(results)")
+            if let logged = c.logged {
+                #expect(await eventually(within: 5) { agent.log.contains(logged) }, "\(agent.log)")
+            }
 
             #expect(Fixtures.message(await conn.send(["after": .int(2)])) == ["after": .int(2)])
             #expect(conn.closedStatus == nil)

@@ -150,6 +150,7 @@ struct ProtocolRulesTests {
     func replyOverClientLimit() async throws {
         try await withAgent { agent in
             var options = BatonClient.Options()
+            options.security = TestAccount.shared.security
             options.limits = FrameLimits(maxFrameSize: 4096)
             let client = BatonClient(eventLoop: clientGroup.next(), options: options)
             defer { client.shutdown() }
