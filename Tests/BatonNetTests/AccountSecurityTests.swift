@@ -403,6 +403,29 @@ struct AccountSecurityTests {
                         keysIn: [account.folder.path, phone.folder.path, directory.path + "/xdg/baton"])
     }
 
+    @Test("a device revoked on the agent's own device loses the connection it holds open, and cannot connect again")
+    func revokedWhereTheAgentRuns() async throws {
+        let account = try TestAccount()
+        let phone = try account.device(named: "lost phone")
+        // The agent runs on the holder's own folder, where `baton account revoke` writes the list.
+        let agent = try await AgentProcess.start(config: F.config, home: account.home.path)
+        let phoneClient = makeClient(security: phone.security)
+        defer { phoneClient.shutdown() }
+        let (channel, openStatus, openDetail) = await phoneClient.openService("peek", app: F.privateApp, on: agent.address)
+        let held = try #require(channel, "\(openStatus): \(openDetail)")
+
+        let revoked = try await runBaton(["account", "revoke", "lost phone"], xdg: account.home.path)
+        #expect(revoked.code == 0, "\(revoked)")
+        let dropped = await eventually { held.closedStatus != nil }
+        #expect(dropped, "the revoked phone's open connection is still served; the agent's log:\n\(agent.log)")
+        let peeked = await held.send(["out": .string(agent.directory.file("peeked"))])
+        #expect(peeked.status != .success, "\(peeked)")
+        #expect(agent.directory.read("peeked") == nil, "the provider ran for a revoked device")
+        let again = await phoneClient.launch(LaunchRequest(uri: "public:again"), on: agent.address)
+        #expect(again.0 == .deniedByRemoteSystem, "\(again.1)")
+        #expect(await agent.stop() == 0, "\(agent.log)")
+    }
+
     @Test("a revocation list changed after signing, or another account's, sent in Hello: the agent says goodbye, logs it, keeps its own list and serves on")
     func tamperedRevocationList() async throws {
         let account = try TestAccount()
