@@ -169,6 +169,8 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // A hand-made connection (PeerConnector) takes a logger.
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

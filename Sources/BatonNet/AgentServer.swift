@@ -13,11 +13,29 @@ public final class AgentServer: @unchecked Sendable {
     private let channel: any Channel
     private let eventLoop: any EventLoop
     private var connections: [ObjectIdentifier: PeerConnection] = [:]
+    /// The account's trust store, with TLS.
+    private let trustStore: TrustStore?
+    /// The revocation list's version when callers were last checked against it.
+    private var revocationVersion: Int
+    private var revocationCheck: RepeatedTask?
 
-    private init(channel: any Channel, eventLoop: any EventLoop) {
+    /// How often the revocation list in the folder is looked at (one `stat`), so that a
+    /// device revoked on this one (`baton account revoke`) loses the connections it holds.
+    static let revocationCheckInterval: TimeAmount = .seconds(1)
+
+    private init(channel: any Channel, eventLoop: any EventLoop, trustStore: TrustStore?) {
         self.channel = channel
         self.eventLoop = eventLoop
         self.localAddress = channel.localAddress!
+        self.trustStore = trustStore
+        revocationVersion = trustStore?.trust.revocations.version ?? 0
+        if trustStore != nil {
+            revocationCheck = eventLoop.scheduleRepeatedTask(
+                initialDelay: Self.revocationCheckInterval, delay: Self.revocationCheckInterval
+            ) { [weak self] _ in
+                self?.checkRevocations()
+            }
+        }
     }
 
     /// Binds `host:port` on `eventLoop`; `makeDelegate` gives each new connection its delegate.
@@ -59,7 +77,7 @@ public final class AgentServer: @unchecked Sendable {
             }
             .bind(host: host, port: port)
             .map { channel in
-                let server = AgentServer(channel: channel, eventLoop: eventLoop)
+                let server = AgentServer(channel: channel, eventLoop: eventLoop, trustStore: security.trustStore)
                 registry.value.server = server
                 return server
             }
@@ -71,12 +89,21 @@ public final class AgentServer: @unchecked Sendable {
         channel.closeFuture.whenComplete { [self] _ in connections[key] = nil }
     }
 
+    /// Drops revoked callers when the folder's revocation list changed since the last look:
+    /// written there by another process, not adopted from a caller (which drops them at once).
+    private func checkRevocations() {
+        guard let version = trustStore?.trust.revocations.version, version != revocationVersion else { return }
+        dropRevokedCallers()
+    }
+
     /// Says goodbye to callers whose devices the revocation list now revokes: a list adopted
     /// from one caller shuts the door on the others at once.
     func dropRevokedCallers() {
+        guard let revocations = trustStore?.trust.revocations else { return }
+        revocationVersion = revocations.version
         for connection in connections.values {
             guard let identity = connection.peerIdentity, identity.authorization == .sameAccount, let id = identity.deviceID,
-                  let trust = connection.trustStore?.trust, trust.revocations.entries.contains(where: { $0.id == id }) else { continue }
+                  revocations.entries.contains(where: { $0.id == id }) else { continue }
             connection.logger.warning("dropping a revoked caller", metadata: ["device": "\(id)"])
             connection.goodbye(.unknown, "device \(id) is revoked")
         }
@@ -90,6 +117,8 @@ public final class AgentServer: @unchecked Sendable {
     /// closes. The future completes when every connection is closed.
     public func shutdown(grace: TimeAmount = .seconds(5)) -> EventLoopFuture<Void> {
         eventLoop.flatSubmit { [self] in
+            revocationCheck?.cancel()
+            revocationCheck = nil
             let listening = channel.close().recover { _ in }
             let closing = connections.values.map { $0.drainAndClose(.shutdown, "the agent is shutting down", grace: grace) }
             return EventLoopFuture.andAllComplete([listening] + closing, on: eventLoop)

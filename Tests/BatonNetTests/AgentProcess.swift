@@ -224,16 +224,19 @@ final class AgentProcess: @unchecked Sendable {
 
     /// Starts an agent whose configuration is `config`, with every `@DIR@` replaced by the
     /// agent's directory. `directory` lets a second agent share the first one's files. The
-    /// agent is a device of `account` (nil: a stranger, with an account of its own).
+    /// agent is a device of `account` (nil: a stranger, with an account of its own), whose
+    /// XDG_CONFIG_HOME is `directory`/xdg; or, given `home`, the device whose XDG_CONFIG_HOME
+    /// that is (an account's holder, which answers its invite codes).
     static func start(
-        config: String, arguments: [String] = [], directory: TemporaryDirectory? = nil, account: TestAccount? = .shared
+        config: String, arguments: [String] = [], directory: TemporaryDirectory? = nil, account: TestAccount? = .shared,
+        home: String? = nil
     ) async throws -> AgentProcess {
         let directory = try directory ?? TemporaryDirectory()
         let tag = UUID().uuidString.prefix(8)
         let configName = "agent-\(tag).lua", stdoutName = "agent-\(tag).out", stderrName = "agent-\(tag).err"
         try directory.write(configName, config.replacingOccurrences(of: "@DIR@", with: directory.path))
-        let xdg = directory.url.appendingPathComponent("xdg", isDirectory: true)
-        if !FileManager.default.fileExists(atPath: xdg.path) {
+        let xdg = home.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? directory.url.appendingPathComponent("xdg", isDirectory: true)
+        if home == nil, !FileManager.default.fileExists(atPath: xdg.path) {
             try FileManager.default.createDirectory(at: xdg, withIntermediateDirectories: true)
             try account?.enrol(xdg: xdg.path)
         }
