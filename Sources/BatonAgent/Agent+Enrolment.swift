@@ -47,7 +47,7 @@ extension Agent {
             response.accountCertificate = Data(try credentials.accountCertificate.serializeAsPEM().derBytes)
             response.deviceCertificate = Data(try certificate.serializeAsPEM().derBytes)
             response.revocationList = store.revocationListText ?? ""
-            logger.notice("enrolled a device", metadata: ["id": "\(request.deviceID.lowercased())", "name": "\(name)", "peer": "\(peer)"])
+            logger.notice("enrolled a device", metadata: ["id": "\(id)", "name": "\(name)", "peer": "\(peer)"])
             return response
         } catch {
             return refuse(.refused, "\(error)")

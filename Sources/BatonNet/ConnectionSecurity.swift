@@ -14,6 +14,12 @@ public enum ConnectionSecurity: Sendable {
     /// the other's with ``TLSIdentity/trustStore``.
     case tls(TLSIdentity)
 
+    /// Mutual TLS as `credentials`' device, trusting what `folder` holds (the account and its
+    /// revocation list).
+    public static func tls(credentials: DeviceCredentials, in folder: ConfigurationFolder) throws -> ConnectionSecurity {
+        .tls(try TLSIdentity(trustStore: try TrustStore(folder: folder, credentials: credentials)))
+    }
+
     /// The trust store, when connections use TLS.
     public var trustStore: TrustStore? {
         if case .tls(let identity) = self { return identity.trustStore }

@@ -196,15 +196,17 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     public func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if let wire = error as? WireError, case .protocolError(let reason) = wire, role == .client, !open, trustStore == nil {
-            // A TLS agent answers plaintext with a TLS record, which does not parse as a frame.
-            tlsFailure = .refusedByPeer("the agent did not answer in plaintext: it speaks TLS (dial it without --insecure)")
-            logger.debug("closing connection", metadata: ["peer": "\(remoteAddress?.description ?? "?")", "reason": "\(reason)"])
-            closedReason = closedReason ?? reason
-            closeContext()
-        } else if let wire = error as? WireError, case .protocolError(let reason) = wire {
-            logger.warning("closing connection", metadata: ["peer": "\(remoteAddress?.description ?? "?")", "reason": "\(reason)"])
-            goodbye(.protocolError, reason)
+        if let wire = error as? WireError, case .protocolError(let reason) = wire {
+            if role == .client, !open, trustStore == nil {
+                // A TLS agent answers plaintext with a TLS record, which does not parse as a frame.
+                tlsFailure = .refusedByPeer("the agent did not answer in plaintext: it speaks TLS (dial it without --insecure)")
+                logger.debug("closing connection", metadata: ["peer": "\(remoteAddress?.description ?? "?")", "reason": "\(reason)"])
+                closedReason = closedReason ?? reason
+                closeContext()
+            } else {
+                logger.warning("closing connection", metadata: ["peer": "\(remoteAddress?.description ?? "?")", "reason": "\(reason)"])
+                goodbye(.protocolError, reason)
+            }
         } else if let failure = TLSFailure(error, role: role, refusal: refusal, handshakeOver: open) {
             // The agent logs what it refused; a client's caller gets it as the status's detail.
             logger.log(
@@ -368,13 +370,7 @@ public final class PeerConnection: ChannelInboundHandler, @unchecked Sendable {
         case .hello, .helloAck:
             goodbye(.protocolError, "a second handshake on an open connection")
         case .joinRequest(let request):
-            let future = delegate?.connection(self, join: request)
-                ?? eventLoop.makeSucceededFuture(.with {
-                    $0.requestID = request.requestID
-                    $0.status = .notSupported
-                    $0.detail = "this end does not enrol devices"
-                })
-            answer(future, frame: { r in Baton_V1_Frame.with { $0.joinResponse = r } }) { _, detail in
+            answer(delegate?.connection(self, join: request), frame: { r in Baton_V1_Frame.with { $0.joinResponse = r } }) { _, detail in
                 Baton_V1_Frame.with { $0.joinResponse = .with { $0.requestID = request.requestID; $0.status = .unknown; $0.detail = detail } }
             }
         case .joinResponse(let r): complete(r.requestID, frame)

@@ -51,7 +51,7 @@ final class AgentProcess {
     func clientSecurity() throws -> ConnectionSecurity {
         let folder = ConfigurationFolder(path: self.folder.appendingPathComponent("baton").path)
         guard let credentials = try DeviceCredentials.load(from: folder) else { throw BenchError("the agent made no account") }
-        return .tls(try TLSIdentity(trustStore: try TrustStore(folder: folder, credentials: credentials)))
+        return try .tls(credentials: credentials, in: folder)
     }
 
     /// The agent's resident memory, in bytes.
@@ -162,11 +162,10 @@ private func readExactly(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ n: In
 
 /// Mutual TLS 1.3: connection setup (TCP, TLS handshake with both certificates checked, Hello)
 /// beside plaintext's, and the request/response round trip beside plaintext's p50.
-func tlsBench(baton: String, message: ValueDictionary, plaintextP50: Double, loop: any EventLoop, scale: Int) throws {
+/// `plain` is the plaintext agent the other figures use, the baseline of the setup figure.
+func tlsBench(baton: String, plain: DeviceAddress, message: ValueDictionary, plaintextP50: Double, loop: any EventLoop, scale: Int) throws {
     let agent = try AgentProcess(baton: baton, insecure: false)
     defer { agent.stop() }
-    let plain = try AgentProcess(baton: baton, insecure: true)
-    defer { plain.stop() }
     let security = try agent.clientSecurity()
     let hello = Baton_V1_Hello.with { $0.protocolVersion = 1 }
     func setup(_ address: DeviceAddress, _ security: ConnectionSecurity) throws -> Double {
@@ -180,12 +179,12 @@ func tlsBench(baton: String, message: ValueDictionary, plaintextP50: Double, loo
     }
     for _ in 0..<20 {
         _ = try setup(agent.address, security)
-        _ = try setup(plain.address, .insecure)
+        _ = try setup(plain, .insecure)
     }
     var tls: [Double] = [], plaintext: [Double] = []
     for _ in 0..<(300 / scale) {
         tls.append(try setup(agent.address, security))
-        plaintext.append(try setup(plain.address, .insecure))
+        plaintext.append(try setup(plain, .insecure))
     }
     tls.sort()
     plaintext.sort()
@@ -278,7 +277,7 @@ func networkBench(baton: String, requestsOnly: Bool = false) throws {
         channel.close()
         return
     }
-    try tlsBench(baton: baton, message: message, plaintextP50: p50, loop: loop, scale: scale)
+    try tlsBench(baton: baton, plain: agent.address, message: message, plaintextP50: p50, loop: loop, scale: scale)
 
     // Launch with a Lua launch function.
     let launchRequest = LaunchRequest(uri: "bench:x", appID: "bench")

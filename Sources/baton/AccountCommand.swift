@@ -101,8 +101,7 @@ extension AccountCommand {
         do {
             return try body()
         } catch {
-            FailureReport.write(message: "\(error)", format: logging.logFormat)
-            Baton.exitProcess(1)
+            fail("\(error)", logging)
         }
     }
 

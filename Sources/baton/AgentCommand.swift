@@ -121,7 +121,7 @@ struct AgentCommand: ParsableCommand {
         do {
             let folder = ConfigurationFolder.standard
             credentials = try DeviceCredentials.loadOrCreate(in: folder, deviceName: name ?? Self.hostName())
-            security = insecure ? .insecure : .tls(try TLSIdentity(trustStore: try TrustStore(folder: folder, credentials: credentials)))
+            security = insecure ? .insecure : try .tls(credentials: credentials, in: folder)
         } catch {
             FailureReport.write(message: "\(error)", format: format)
             Baton.exitProcess(1)

@@ -9,7 +9,7 @@ extension ConnectionSecurity {
         if insecure { return .insecure }
         let folder = ConfigurationFolder.standard
         let credentials = try DeviceCredentials.loadOrCreate(in: folder, deviceName: AgentCommand.hostName())
-        return .tls(try TLSIdentity(trustStore: try TrustStore(folder: folder, credentials: credentials)))
+        return try .tls(credentials: credentials, in: folder)
     }
 
     /// The help every command that connects shares.

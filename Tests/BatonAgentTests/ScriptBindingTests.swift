@@ -26,7 +26,7 @@ struct LiveAgent {
     static func makeSecurity() throws -> ConnectionSecurity {
         let folder = ConfigurationFolder(path: FileManager.default.temporaryDirectory.path + "/baton-agent-tests-\(UUID().uuidString)")
         let credentials = try DeviceCredentials.loadOrCreate(in: folder, deviceName: "agent tests")
-        return .tls(try TLSIdentity(trustStore: try TrustStore(folder: folder, credentials: credentials)))
+        return try .tls(credentials: credentials, in: folder)
     }
 
     static let config = """

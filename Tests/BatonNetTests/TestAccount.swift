@@ -22,7 +22,7 @@ final class TestAccount: Sendable {
         home = try TemporaryDirectory("baton-test-account")
         let folder = ConfigurationFolder(path: home.path + "/baton")
         credentials = try DeviceCredentials.loadOrCreate(in: folder, deviceName: "test holder")
-        security = .tls(try TLSIdentity(trustStore: try TrustStore(folder: folder, credentials: credentials)))
+        security = try .tls(credentials: credentials, in: folder)
     }
 
     /// The holder's configuration folder.
@@ -94,7 +94,7 @@ final class TestDevice: Sendable {
             throw AgentFailure("no account in \(folder.path)")
         }
         self.credentials = credentials
-        security = .tls(try TLSIdentity(trustStore: try TrustStore(folder: folder, credentials: credentials)))
+        security = try .tls(credentials: credentials, in: folder)
     }
 }
 
