@@ -501,8 +501,10 @@ class Bench:
             # The same from a process spawn: `baton devices --watch --json`, and python3 with
             # zeroconf; both by the arrival of their line here.
             time.sleep(max(0.0, self.last_watcher_start + 1.2 - time.monotonic()))
+            # Every account: each bench agent made an account of its own.
             cli = self.spawn("baton devices --watch", [self.baton, "devices", "--watch", "--json",
-                                                       "--liveness", "1h"], self.network.b)
+                                                       "--authorization", "anonymous", "--liveness", "1h"],
+                             self.network.b)
             arrived, _ = cli.expect(lambda l: is_added_json(l, name), 10, f"added {name}")
             f["cli"].append(arrived - cli.spawned)
             self.stop_child(cli)
