@@ -169,6 +169,9 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // Busy polling's tests: channels with and without a socket, shared state.
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // A hand-made connection (PeerConnector) takes a logger.
                 .product(name: "Logging", package: "swift-log"),
             ]

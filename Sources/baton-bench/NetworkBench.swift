@@ -17,7 +17,7 @@ final class AgentProcess {
     let address: DeviceAddress
     let folder: URL
 
-    init(baton: String, insecure: Bool) throws {
+    init(baton: String, insecure: Bool, arguments: [String] = []) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("baton-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let config = folder.appendingPathComponent("agent.lua")
@@ -28,7 +28,7 @@ final class AgentProcess {
             """.write(to: config, atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: baton)
         process.arguments = ["agent", "--config", config.path, "--listen", "127.0.0.1:0", "-q", "--max-message", "16M", "--no-mdns"]
-            + (insecure ? ["--insecure"] : [])
+            + (insecure ? ["--insecure"] : []) + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_CONFIG_HOME"] = folder.path
         process.environment = environment
@@ -151,10 +151,13 @@ final class RequestDriver: @unchecked Sendable {
     }
 }
 
-private func readExactly(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ n: Int) {
+/// Reads `n` bytes; `polling`, by asking again at once instead of sleeping until they come.
+private func readExactly(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ n: Int, polling: Bool) {
+    let flags: Int32 = polling ? Int32(MSG_DONTWAIT) : 0
     var got = 0
     while got < n {
-        let r = read(fd, buffer + got, n - got)
+        let r: Int = recv(fd, buffer + got, n - got, flags)
+        if r < 0, polling, errno == EAGAIN { continue }
         if r <= 0 { return }
         got += r
     }
@@ -208,8 +211,27 @@ func tlsBench(baton: String, plain: DeviceAddress, message: ValueDictionary, pla
     channel.close()
 }
 
-/// The raw baseline: a blocking TCP ping-pong of `size` bytes between two threads.
-func rawPingPong(size: Int, count: Int) throws -> [Double] {
+/// The round trip with busy polling off at both ends (`--busy-poll 0`): every read waits for a
+/// sleeping CPU to wake.
+func withoutBusyPolling(baton: String, message: ValueDictionary, loop: any EventLoop, scale: Int, raw50: Double) throws {
+    let agent = try AgentProcess(baton: baton, insecure: true, arguments: ["--busy-poll", "0"])
+    defer { agent.stop() }
+    var options = BatonClient.Options()
+    options.timing.busyPoll = .zero
+    let client = BatonClient(eventLoop: loop, options: options)
+    defer { client.shutdown() }
+    let (opened, status, detail) = try client.openService("echo", app: "bench", on: agent.address).wait()
+    guard let channel = opened else { throw BenchError("open: \(status) \(detail)") }
+    defer { channel.close() }
+    let driver = RequestDriver(channel: channel, message: message, loop: loop)
+    _ = try driver.roundTrips(2000 / scale)
+    let p50 = percentile(try driver.roundTrips(20000 / scale).sorted(), 0.5)
+    row("  without busy polling (--busy-poll 0): p50", "\(fmt(p50)) µs", "raw TCP ping-pong \(fmt(raw50)) µs (\(fmt(p50 / raw50))×)", "", nil)
+}
+
+/// The raw baseline: a TCP ping-pong of `size` bytes between two threads, with blocking reads
+/// or (`polling`) reads that ask again at once, as Baton's busy polling does.
+func rawPingPong(size: Int, count: Int, polling: Bool) throws -> [Double] {
     let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
@@ -223,7 +245,7 @@ func rawPingPong(size: Int, count: Int) throws -> [Double] {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
-        for _ in 0..<count { readExactly(fd, buffer, size); _ = write(fd, buffer, size) }
+        for _ in 0..<count { readExactly(fd, buffer, size, polling: polling); _ = write(fd, buffer, size) }
         close(fd)
     }
     echo.start()
@@ -236,7 +258,7 @@ func rawPingPong(size: Int, count: Int) throws -> [Double] {
     for _ in 0..<count {
         let start = baton_monotonic_ns()
         _ = write(client, buffer, size)
-        readExactly(client, buffer, size)
+        readExactly(client, buffer, size, polling: polling)
         times.append(Double(baton_monotonic_ns() - start) / 1000)
     }
     close(client)
@@ -266,10 +288,15 @@ func networkBench(baton: String, requestsOnly: Bool = false) throws {
     let driver = RequestDriver(channel: channel, message: message, loop: loop)
     _ = try driver.roundTrips(2000 / scale) // warm up
     let rtt = try driver.roundTrips(20000 / scale).sorted()
-    let raw = try rawPingPong(size: 100, count: 20000 / scale).sorted()
+    let raw = try rawPingPong(size: 100, count: 20000 / scale, polling: false).sorted()
+    let rawPolling = try rawPingPong(size: 100, count: 20000 / scale, polling: true).sorted()
     let p50 = percentile(rtt, 0.5), p99 = percentile(rtt, 0.99), raw50 = percentile(raw, 0.5), raw99 = percentile(raw, 0.99)
     row("request/response, loopback, ~100 B: p50", "\(fmt(p50)) µs", "raw TCP ping-pong \(fmt(raw50)) µs (\(fmt(p50 / raw50))×)", "≤ 60 µs, ≤ 3×", p50 <= 60 && p50 <= 3 * raw50)
     row("request/response, loopback, ~100 B: p99", "\(fmt(p99)) µs", "raw TCP ping-pong \(fmt(raw99)) µs", "", nil)
+    // Baton polls its sockets for 50 µs after traffic (--busy-poll); so does this raw pair.
+    let rawPolling50 = percentile(rawPolling, 0.5)
+    row("  raw TCP ping-pong, polling reads: p50", "\(fmt(rawPolling50)) µs", "Baton's p50 is \(fmt(p50 / rawPolling50))× this", "", nil)
+    try withoutBusyPolling(baton: baton, message: message, loop: loop, scale: scale, raw50: raw50)
 
     let throughput = try driver.pipelined(total: 200_000 / scale, window: 64)
     row("pipelined, 1 connection, 64 in flight", "\(Int(throughput)) msg/s", "sequential \(Int(1e6 / p50)) msg/s", "≥ 200000/s", throughput >= 200_000)

@@ -76,6 +76,11 @@ struct AgentCommand: ParsableCommand {
     @Option(name: .customLong("max-message"), help: ArgumentHelp("The largest frame accepted: 1M, 256K.", valueName: "size"))
     var maxMessage: String = "1M"
 
+    @Option(name: .customLong("busy-poll"), help: ArgumentHelp(
+        "How long to keep polling a connection after traffic instead of sleeping: shorter round trips on machines slow to wake, at most this much CPU after each burst. 0 turns it off.",
+        valueName: "duration"))
+    var busyPoll: String = "50us"
+
     // For tests: how long a client may stay silent before it must have said Hello.
     @Option(name: .customLong("hello-timeout"), help: .hidden)
     var helloTimeout: String = "10s"
@@ -92,6 +97,9 @@ struct AgentCommand: ParsableCommand {
         }
         guard DurationText.parse(helloTimeout) != nil else {
             throw ValidationError("Invalid --hello-timeout '\(helloTimeout)': use a duration like 10s.")
+        }
+        guard let poll = DurationText.parse(busyPoll), poll <= .milliseconds(10) else {
+            throw ValidationError("Invalid --busy-poll '\(busyPoll)': use a duration from 0 to 10ms, e.g. 50us.")
         }
         guard let size = ByteSizeText.parse(maxMessage), size >= 1024, size <= FrameLimits.hardLimit else {
             throw ValidationError("Invalid --max-message '\(maxMessage)': use a size from 1K to 1G, e.g. 1M.")
@@ -148,6 +156,7 @@ struct AgentCommand: ParsableCommand {
         do {
             var timing = PeerConnection.Timing()
             timing.helloTimeout = TimeAmount(DurationText.parse(helloTimeout)!)
+            timing.busyPoll = TimeAmount(DurationText.parse(busyPoll)!)
             server = try agent.listen(host: address.host, port: address.port, security: security, limits: limits, timing: timing).wait()
         } catch {
             FailureReport.write(message: "cannot listen on \(listen): \(error)", format: format)

@@ -1,0 +1,144 @@
+import NIOConcurrencyHelpers
+import NIOCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Keeps an event loop polling its busy sockets, instead of sleeping in `epoll_wait`, for a
+/// short while after each burst of traffic.
+///
+/// An idle CPU takes tens of microseconds to wake for a packet (a deep C-state on hardware, a
+/// halted vCPU in a virtual machine): more than Baton spends on a request. A peer that has just
+/// sent a request expects its answer, and an agent that has just answered usually gets the next
+/// request, within that time; polling for it keeps the CPU awake and the round trip short. This
+/// is Linux's `net.core.busy_poll` for sockets it does not cover (loopback, LAN sockets without
+/// NAPI polling).
+///
+/// While connections had traffic in the last `window`, the poller keeps one task queued on the
+/// loop. That task asks `poll(2)`, without waiting, whether any of their sockets is ready: when
+/// one is, it lets the loop's tick end, and `epoll_wait` returns at once with the bytes; when
+/// none is, it queues itself again (NIO runs queued tasks before it looks at its sockets).
+/// Other sockets of the loop wait at most `window`; tasks queued from other threads and timers
+/// run as usual. An idle loop costs nothing; a busy one at most `window` of CPU after its last
+/// packet.
+final class BusyPoll: @unchecked Sendable {
+    // Everything below is touched only on `loop`.
+    private let loop: any EventLoop
+    private let window: UInt64
+    /// Sockets with traffic in the last `window`, and when their window ends (ns, monotonic).
+    private var hot: [Int32: UInt64] = [:]
+    private var polled: [pollfd] = []
+    private var polling = false
+    private var task: (@Sendable () -> Void)!
+
+    private init(loop: any EventLoop, window: TimeAmount) {
+        self.loop = loop
+        self.window = UInt64(window.nanoseconds)
+        task = { [unowned self] in poll() }
+    }
+
+    /// Traffic just went through socket `descriptor`: keep polling it for `window` from now.
+    func activity(on descriptor: Int32) {
+        loop.preconditionInEventLoop()
+        hot[descriptor] = NIODeadline.now().uptimeNanoseconds &+ window
+        if !polling {
+            polling = true
+            loop.execute(task)
+        }
+    }
+
+    /// Socket `descriptor` is closing: never poll it again (its number may be reused).
+    func forget(_ descriptor: Int32) {
+        hot[descriptor] = nil
+    }
+
+    private func poll() {
+        let now = NIODeadline.now().uptimeNanoseconds
+        polled.removeAll(keepingCapacity: true)
+        for (descriptor, until) in hot {
+            if until <= now {
+                hot[descriptor] = nil
+            } else {
+                polled.append(pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0))
+            }
+        }
+        guard !polled.isEmpty else {
+            polling = false
+            return
+        }
+        let ready = polled.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), 0) }
+        if ready != 0 {
+            // Ready (or an error, which the loop reports): the loop's epoll_wait returns at once.
+            polling = false
+        } else {
+            loop.execute(task)
+        }
+    }
+
+    private struct Entry {
+        weak var loop: (any EventLoop)?
+        let poller: BusyPoll
+    }
+
+    private static let pollers = NIOLockedValueBox<[ObjectIdentifier: Entry]>([:])
+
+    /// The loop's poller, shared by its connections; nil when `window` is zero.
+    static func on(_ loop: any EventLoop, window: TimeAmount) -> BusyPoll? {
+        guard window > .zero else { return nil }
+        return pollers.withLockedValue { pollers in
+            let key = ObjectIdentifier(loop)
+            if let entry = pollers[key], entry.loop === loop, entry.poller.window == UInt64(window.nanoseconds) {
+                return entry.poller
+            }
+            // Loops that are gone leave their entries behind; a new loop may reuse an address.
+            pollers = pollers.filter { $0.value.loop != nil }
+            let poller = BusyPoll(loop: loop, window: window)
+            pollers[key] = Entry(loop: loop, poller: poller)
+            return poller
+        }
+    }
+
+    /// The descriptor of `channel`'s socket, checked against its addresses; nil when it cannot
+    /// be told (then the connection is not polled).
+    ///
+    /// NIO does not hand out descriptors; its socket channels describe themselves with
+    /// `fd=N`. A descriptor is used only if `getsockname`/`getpeername` name the channel's own
+    /// addresses, so a changed description costs busy polling, never a wrong socket.
+    static func descriptor(of channel: any Channel) -> Int32? {
+        guard let descriptor = describedDescriptor(String(describing: channel)),
+              let local = channel.localAddress, let remote = channel.remoteAddress,
+              address(of: descriptor, getsockname) == local, address(of: descriptor, getpeername) == remote
+        else { return nil }
+        return descriptor
+    }
+
+    /// N in the first `fd=N` of `text`.
+    static func describedDescriptor(_ text: String) -> Int32? {
+        let bytes = Array(text.utf8), marker = Array("fd=".utf8)
+        guard bytes.count > marker.count else { return nil }
+        for start in 0...(bytes.count - marker.count) where bytes[start..<start + marker.count].elementsEqual(marker) {
+            let digits = bytes[(start + marker.count)...].prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+            return digits.isEmpty ? nil : Int32(String(decoding: digits, as: UTF8.self))
+        }
+        return nil
+    }
+
+    private static func address(
+        of descriptor: Int32, _ call: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32
+    ) -> SocketAddress? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let result = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(descriptor, $0, &length) }
+        }
+        guard result == 0 else { return nil }
+        switch Int32(storage.ss_family) {
+        case AF_INET:
+            return withUnsafeBytes(of: storage) { SocketAddress($0.load(as: sockaddr_in.self)) }
+        case AF_INET6:
+            return withUnsafeBytes(of: storage) { SocketAddress($0.load(as: sockaddr_in6.self)) }
+        default:
+            return nil
+        }
+    }
+}
