@@ -21,6 +21,12 @@ import Glibc
 /// Other sockets of the loop wait at most `window`; tasks queued from other threads and timers
 /// run as usual. An idle loop costs nothing; a busy one at most `window` of CPU after its last
 /// packet.
+///
+/// Polling pays only when the peer can answer meanwhile. When it cannot (the traffic paused, or
+/// the peer waits for the very CPU this loop polls on, on a crowded machine, where polling made
+/// round trips 5× slower), the poll ends with nothing: the poller then sleeps through the next
+/// bursts, twice as many each time, up to ``maximumBackoff``, and polls again at the first poll
+/// that finds bytes.
 final class BusyPoll: @unchecked Sendable {
     // Everything below is touched only on `loop`.
     private let loop: any EventLoop
@@ -29,6 +35,10 @@ final class BusyPoll: @unchecked Sendable {
     private var hot: [Int32: UInt64] = [:]
     private var polled: [pollfd] = []
     private var polling = false
+    /// Bursts of traffic still to sleep through without polling, and how many the next
+    /// fruitless poll makes that.
+    private var skipping = 0
+    private var backoff = 0
     private var task: (@Sendable () -> Void)!
 
     private init(loop: any EventLoop, window: TimeAmount) {
@@ -41,11 +51,17 @@ final class BusyPoll: @unchecked Sendable {
     func activity(on descriptor: Int32) {
         loop.preconditionInEventLoop()
         hot[descriptor] = NIODeadline.now().uptimeNanoseconds &+ window
-        if !polling {
-            polling = true
-            loop.execute(task)
+        guard !polling else { return }
+        if skipping > 0 {
+            skipping -= 1
+            return
         }
+        polling = true
+        loop.execute(task)
     }
+
+    /// Whether the poller's task is queued (for tests).
+    var isPolling: Bool { polling }
 
     /// Socket `descriptor` is closing: never poll it again (its number may be reused).
     func forget(_ descriptor: Int32) {
@@ -63,17 +79,25 @@ final class BusyPoll: @unchecked Sendable {
             }
         }
         guard !polled.isEmpty else {
+            // Nothing came within the window: the traffic has paused, or the peer cannot run
+            // while this loop holds the CPU they share. Either way polling did not pay; sleep
+            // through the next bursts (1, 2, 4, ... 1024 of them) before trying again.
             polling = false
+            backoff = min(max(backoff * 2, 1), Self.maximumBackoff)
+            skipping = backoff
             return
         }
         let ready = polled.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), 0) }
         if ready != 0 {
             // Ready (or an error, which the loop reports): the loop's epoll_wait returns at once.
             polling = false
+            backoff = 0
         } else {
             loop.execute(task)
         }
     }
+
+    static let maximumBackoff = 1024
 
     private struct Entry {
         weak var loop: (any EventLoop)?

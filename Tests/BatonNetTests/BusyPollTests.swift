@@ -61,6 +61,37 @@ struct BusyPollTests {
         #expect(BusyPoll.describedDescriptor("fd=99999999999") == nil, "out of Int32's range")
     }
 
+    @Test("a poll that finds nothing makes the poller sleep through 1, 2, 4... bursts; one that finds bytes, none")
+    func backoff() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let loop = group.next()
+        var ends: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends) == 0)
+        defer { for end in ends { closeDescriptor(end) } }
+        let ours = ends[0]
+        let poller = try #require(BusyPoll.on(loop, window: .milliseconds(50)))
+        #expect(BusyPoll.on(loop, window: .zero) == nil, "a zero window polls nothing")
+        /// Traffic on our end: whether the poller then polls.
+        func burst() throws -> Bool { try loop.submit { poller.activity(on: ours); return poller.isPolling }.wait() }
+        func polling() throws -> Bool { try loop.submit { poller.isPolling }.wait() }
+
+        // Nothing comes: each fruitless poll doubles the bursts slept through.
+        for skipped in [1, 2, 4] {
+            #expect(try burst())
+            #expect(pollUntil { (try? polling()) == false }, "the poll never ended")
+            for _ in 0..<skipped { #expect(try !burst(), "a burst after a fruitless poll was polled") }
+        }
+        // Bytes come while polling: the poll ends at once, and the next burst is polled again.
+        #expect(try burst())
+        #expect(write(ends[1], "x", 1) == 1)
+        #expect(pollUntil { (try? polling()) == false })
+        var byte: UInt8 = 0
+        #expect(read(ours, &byte, 1) == 1)
+        #expect(try burst(), "a burst after a fruitful poll was not polled")
+        #expect(pollUntil { (try? polling()) == false })
+    }
+
     @Test("a connection in a stream of requests starves no other connection of the agent")
     func noStarvation() async throws {
         try await withAgent { agent in
