@@ -10,6 +10,7 @@ extension AccountCommand {
     /// `baton account join CODE`.
     struct Join: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "join",
             abstract: "Join an account with a code from baton account invite.",
             discussion: """
                 Finds an agent of the account the code names (over mDNS, or at --from \

@@ -32,6 +32,7 @@ struct AccountCommand: ParsableCommand {
     /// `baton account show`.
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract: "Print the account's fingerprint and this device.",
             discussion: """
                 With --json, one object: {"fingerprint": HEX, "device": {"id", \
@@ -108,6 +109,7 @@ extension AccountCommand {
     /// `baton account invite`.
     struct Invite: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "invite",
             abstract: "Make a one-time code that lets another device join the account.",
             discussion: """
                 Run on the device that made the account (it holds the account's key). On the new \
@@ -199,6 +201,7 @@ extension AccountCommand {
     /// `baton account import FILE`.
     struct Import: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "import",
             abstract: "Join the account a device file comes from.",
             discussion: """
                 Makes this device the one the file describes (its id, key and certificate, in the \
@@ -235,6 +238,7 @@ extension AccountCommand {
     /// `baton account revoke DEVICE`.
     struct Revoke: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "revoke",
             abstract: "Stop trusting an enrolled device.",
             discussion: """
                 Adds the device (a name or id from baton account show) to the account's \

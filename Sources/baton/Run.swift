@@ -8,6 +8,7 @@ import NIOPosix
 /// `baton run`: runs a Lua script with the `baton` module.
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "run",
         abstract: "Run a Lua 5.4 script with the baton module.",
         discussion: """
             The script gets Lua's standard libraries and `baton` (a global, and \
