@@ -11,7 +11,7 @@ import Foundation
 
 extension Agent {
     /// Answers a device joining with an invite code (`baton account invite` on this device):
-    /// redeems the code once, and issues a certificate of this account for the id and key the
+    /// redeems the code once (not when the device would be refused anyway), and issues a certificate of this account for the id and key the
     /// caller proved in the TLS handshake (the request must name the same). Refusals are logged
     /// without the code.
     func enrol(_ request: Baton_V1_JoinRequest, caller: PeerIdentity?, from peer: String) -> Baton_V1_JoinResponse {
@@ -41,6 +41,8 @@ extension Agent {
         }
         let name = request.deviceName.isEmpty ? id : request.deviceName
         do {
+            // What would refuse the device comes first: a refused device does not spend the code.
+            try credentials.checkEnrolment(deviceID: id, name: name, in: store.folder)
             try credentials.redeemInvite(secret: Array(request.inviteSecret), in: store.folder)
             let certificate = try credentials.enrol(deviceID: id, name: name, publicKey: publicKey, in: store.folder)
             response.status = .success

@@ -13,6 +13,24 @@ extension DeviceCredentials {
     /// revoked is refused, so a revoked device cannot come back under its old id, and so is this
     /// device's own id.
     public func enrol(deviceID: String, name: String, publicKey: Certificate.PublicKey, in folder: ConfigurationFolder, now: Date = Date()) throws -> Certificate {
+        let (authority, id, name) = try enrolment(deviceID: deviceID, name: name)
+        return try folder.withLock {
+            try refuseRevoked(id, in: folder)
+            let certificate = try authority.issueDeviceCertificate(id: id, name: name, publicKey: publicKey, now: now)
+            try EnrolledDevice.record(EnrolledDevice(certificate: certificate, id: id, name: name), in: folder)
+            return certificate
+        }
+    }
+
+    /// Throws what ``enrol(deviceID:name:publicKey:in:now:)`` would refuse device `deviceID`
+    /// named `name` for, changing nothing: what an agent asks before it spends an invite code.
+    public func checkEnrolment(deviceID: String, name: String, in folder: ConfigurationFolder) throws {
+        let (_, id, _) = try enrolment(deviceID: deviceID, name: name)
+        try refuseRevoked(id, in: folder)
+    }
+
+    /// The account's key, and the id and name as certified, or why the device cannot be enrolled.
+    private func enrolment(deviceID: String, name: String) throws -> (CertificateAuthority, id: String, name: String) {
         guard let authority else {
             throw SecurityError.refused("this device does not hold the account's key; enrol from the device that made the account")
         }
@@ -25,14 +43,13 @@ extension DeviceCredentials {
         guard id != self.deviceID else { throw SecurityError.refused("device ID \(id) is this device's own") }
         let name = String(name.trimmingCharacters(in: .whitespacesAndNewlines).prefix(64))
         guard !name.isEmpty else { throw SecurityError.refused("the device's name is empty") }
-        return try folder.withLock {
-            let revocations = try RevocationList.load(from: folder, accountCertificate: accountCertificate)
-            guard !revocations.entries.contains(where: { $0.id == id }) else {
-                throw SecurityError.refused("device ID \(id) was revoked")
-            }
-            let certificate = try authority.issueDeviceCertificate(id: id, name: name, publicKey: publicKey, now: now)
-            try EnrolledDevice.record(EnrolledDevice(certificate: certificate, id: id, name: name), in: folder)
-            return certificate
+        return (authority, id, name)
+    }
+
+    private func refuseRevoked(_ id: String, in folder: ConfigurationFolder) throws {
+        let revocations = try RevocationList.load(from: folder, accountCertificate: accountCertificate)
+        guard !revocations.entries.contains(where: { $0.id == id }) else {
+            throw SecurityError.refused("device ID \(id) was revoked")
         }
     }
 

@@ -106,6 +106,30 @@ struct EnrolmentCLITests {
                         keysIn: [holder.folder.path, home.path + "/baton"], codes: [code])
     }
 
+    @Test("a device the agent refuses (a blank name) does not spend the code: it joins with a name after")
+    func refusedDeviceKeepsCode() async throws {
+        let holder = try TestAccount()
+        let agent = try await AgentProcess.start(config: Fixtures.config, home: holder.home.path)
+        let (code, invite) = try await Self.invite(holder)
+        let home = try TemporaryDirectory("baton-joining")
+        let blank = try await Self.join(code, at: agent, from: home, name: "   ")
+        #expect(blank.code == 1, "\(blank)")
+        #expect(blank.stderr.contains("name is empty"), "\(blank)")
+        #expect(blank.stdout.isEmpty)
+
+        let named = try await Self.join(code, at: agent, from: home, name: "tablet")
+        #expect(named.code == 0, "\(named)")
+        #expect(named.json()?["account"] == .string(holder.fingerprint), "\(named)")
+        // Spent now.
+        let other = try TemporaryDirectory("baton-joining")
+        let again = try await Self.join(code, at: agent, from: other, name: "phone")
+        #expect(again.code == 1, "\(again)")
+        #expect(again.stderr.contains("already been used"), "\(again)")
+        #expect(await agent.stop() == 0, "\(agent.log)")
+        expectNoSecrets(in: ["invite stderr": invite.stderr, "blank": blank.description, "named": named.description, "agent log": agent.log],
+                        keysIn: [holder.folder.path, home.path + "/baton"], codes: [code])
+    }
+
     @Test("a mistyped code is a usage error that does not repeat it", arguments: [
         "7K3Q-M2XD-AB",
         "7K3Q-M2XD-ABCD-EFGH-JKMN-PQRSX",
