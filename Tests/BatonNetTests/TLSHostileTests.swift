@@ -5,6 +5,8 @@ import BatonSecurity
 import BatonWire
 import Crypto
 import Foundation
+import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -246,6 +248,59 @@ struct TLSHostileTests {
         }
     }
 
+    @Test("an agent whose HelloAck carries a tampered revocation list: the client logs it, keeps its own list, and stays connected")
+    func tamperedRevocationListInHelloAck() async throws {
+        let account = try TestAccount()
+        let phone = try account.device(named: "phone")
+        let hostile = try account.device(named: "hostile tv")
+        // The account's signed list revokes an old TV; the forgery revokes the phone under the
+        // same signature.
+        let oldTV = try TemporaryDirectory("baton-old-tv")
+        let oldTVID = try account.enrol(xdg: oldTV.path, name: "old tv")
+        _ = try account.credentials.revoke("old tv", in: account.folder)
+        let outer = try JSON.parse(try #require(try account.folder.read("revocations.json")))
+        let list = try #require(outer["list"]?.stringValue)
+        let signature = try #require(outer["signature"])
+        let forged = list.replacingOccurrences(of: oldTVID, with: phone.id)
+        #expect(forged != list)
+        let tampered = JSON.object([.init("list", .string(forged)), .init("signature", signature)]).serialized()
+
+        // A device of the account (so the phone's TLS check passes) answering Hello with it.
+        guard case .tls(let identity) = hostile.security else { throw AgentFailure("no TLS identity") }
+        let ack = RawConnection.encode(Baton_V1_Frame.with {
+            $0.helloAck = .with {
+                $0.protocolVersion = 1
+                $0.device = .with {
+                    $0.id = hostile.id
+                    $0.name = "hostile tv"
+                }
+                $0.revocationList = tampered
+            }
+        })
+        let server = try await ServerBootstrap(group: clientGroup)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(
+                        context: identity.serverContext, customVerificationCallback: { _, promise in promise.succeed(.certificateVerified) }))
+                    try channel.pipeline.syncOperations.addHandler(AnswerOnce(ack))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        defer { _ = server.close() }
+
+        let logs = CapturedLog()
+        let connection = try await PeerConnector.connect(
+            host: "127.0.0.1", port: try #require(server.localAddress?.port), on: clientGroup.next(), security: phone.security,
+            expecting: PeerExpectation(deviceID: hostile.id), hello: .with { $0.protocolVersion = 1 },
+            logger: Logger(label: "phone") { _ in logs }).get()
+        #expect(try await connection.eventLoop.submit { connection.isOpen }.get(), "the connection did not stand")
+        let refused = logs.lines.filter { $0.contains("refused the agent's revocation list") }
+        #expect(refused.count == 1, "\(logs.lines)")
+        #expect(refused.first?.contains("signature does not check out") == true, "\(refused)")
+        #expect(!FileManager.default.fileExists(atPath: phone.folder.file("revocations.json")), "the phone kept the forged list")
+        try await connection.eventLoop.submit { connection.goodbye(Baton_V1_Goodbye.Reason.unknown, "done") }.get()
+    }
+
     // MARK: the command line at the wrong door
 
     @Test("baton launch --insecure against a TLS agent exits 1 saying the agent speaks TLS")
@@ -307,5 +362,40 @@ private final class HalfCloseAfterFirstWrite: ChannelOutboundHandler {
             written.succeed()
         }
         context.write(data, promise: out)
+    }
+}
+
+/// A hostile agent's whole protocol: at the first bytes in (a Hello), writes `answer`, once;
+/// everything after is read and ignored.
+private final class AnswerOnce: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    private let answer: [UInt8]
+    private var answered = false
+
+    init(_ answer: [UInt8]) { self.answer = answer }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !answered else { return }
+        answered = true
+        context.writeAndFlush(NIOAny(context.channel.allocator.buffer(bytes: answer)), promise: nil)
+    }
+}
+
+/// A log handler that keeps each line (message and metadata) for the test to read.
+private struct CapturedLog: LogHandler {
+    private let box = NIOLockedValueBox<[String]>([])
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    var lines: [String] { box.withLockedValue { $0 } }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let fields = (event.metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        box.withLockedValue { $0.append(([event.message.description] + fields).joined(separator: " ")) }
     }
 }
