@@ -28,8 +28,9 @@ import Glibc
 /// bursts, twice as many each time, up to ``maximumBackoff``, and polls again at the first poll
 /// that finds bytes.
 final class BusyPoll: @unchecked Sendable {
-    // Everything below is touched only on `loop`.
-    private let loop: any EventLoop
+    // Everything below is touched only on `loop`. Weak: the registry of pollers must not keep
+    // loops that are gone.
+    private weak var loop: (any EventLoop)?
     private let window: UInt64
     /// Sockets with traffic in the last `window`, and when their window ends (ns, monotonic).
     private var hot: [Int32: UInt64] = [:]
@@ -49,6 +50,7 @@ final class BusyPoll: @unchecked Sendable {
 
     /// Traffic just went through socket `descriptor`: keep polling it for `window` from now.
     func activity(on descriptor: Int32) {
+        guard let loop else { return }
         loop.preconditionInEventLoop()
         hot[descriptor] = NIODeadline.now().uptimeNanoseconds &+ window
         guard !polling else { return }
@@ -92,8 +94,10 @@ final class BusyPoll: @unchecked Sendable {
             // Ready (or an error, which the loop reports): the loop's epoll_wait returns at once.
             polling = false
             backoff = 0
-        } else {
+        } else if let loop {
             loop.execute(task)
+        } else {
+            polling = false
         }
     }
 
