@@ -25,8 +25,8 @@ import Glibc
 /// Polling pays only when the peer can answer meanwhile. When it cannot (the traffic paused, or
 /// the peer waits for the very CPU this loop polls on, on a crowded machine, where polling made
 /// round trips 5× slower), the poll ends with nothing: the poller then sleeps through the next
-/// bursts, twice as many each time, up to ``maximumBackoff``, and polls again at the first poll
-/// that finds bytes.
+/// bursts, twice as many each time, up to ``maximumBackoff``; a poll that finds bytes starts
+/// the count over.
 final class BusyPoll: @unchecked Sendable {
     // Everything below is touched only on `loop`. Weak: the registry of pollers must not keep
     // loops that are gone.
@@ -101,6 +101,8 @@ final class BusyPoll: @unchecked Sendable {
         }
     }
 
+    /// The most bursts slept through between polls: on a crowded machine one fruitless poll in
+    /// ~1000 round trips, and polling resumes within a thousand once the machine is quiet.
     static let maximumBackoff = 1024
 
     private struct Entry {
