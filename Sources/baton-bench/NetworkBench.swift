@@ -105,6 +105,20 @@ final class RequestDriver: @unchecked Sendable {
         self.loop = loop
     }
 
+    /// Opens the bench agent's echo service at `address` with `client` (on `loop`) and drives
+    /// `message` on it.
+    static func echo(_ client: BatonClient, at address: DeviceAddress, message: ValueDictionary, loop: any EventLoop) throws -> RequestDriver {
+        let (opened, status, detail) = try client.openService("echo", app: "bench", on: address).wait()
+        guard let channel = opened else { throw BenchError("open echo at \(address): \(status) \(detail)") }
+        return RequestDriver(channel: channel, message: message, loop: loop)
+    }
+
+    /// `count` sequential round trips after a tenth as many to warm up, in µs, sorted.
+    func measuredRoundTrips(_ count: Int) throws -> [Double] {
+        _ = try roundTrips(count / 10)
+        return try roundTrips(count).sorted()
+    }
+
     /// Sequential round trips, in µs.
     func roundTrips(_ count: Int) throws -> [Double] {
         let promise = loop.makePromise(of: [Double].self)
@@ -198,17 +212,13 @@ func tlsBench(baton: String, plain: DeviceAddress, message: ValueDictionary, pla
     options.security = security
     let client = BatonClient(eventLoop: loop, options: options)
     defer { client.shutdown() }
-    let (opened, status, detail) = try client.openService("echo", app: "bench", on: agent.address).wait()
-    guard let channel = opened else { throw BenchError("open over TLS: \(status) \(detail)") }
-    let driver = RequestDriver(channel: channel, message: message, loop: loop)
-    _ = try driver.roundTrips(2000 / scale)
-    let rtt = try driver.roundTrips(20000 / scale).sorted()
-    let p50 = percentile(rtt, 0.5)
+    let driver = try RequestDriver.echo(client, at: agent.address, message: message, loop: loop)
+    let p50 = percentile(try driver.measuredRoundTrips(20000 / scale), 0.5)
     row("request/response over TLS, ~100 B: p50", "\(fmt(p50)) µs",
         "plaintext \(fmt(plaintextP50)) µs (\(fmt(p50 / plaintextP50, 2))×)", "≤ 1.3×", p50 <= 1.3 * plaintextP50)
     let throughput = try driver.pipelined(total: 200_000 / scale, window: 64)
     row("pipelined over TLS, 64 in flight", "\(Int(throughput)) msg/s", "", "", nil)
-    channel.close()
+    driver.channel.close()
 }
 
 /// The round trip with busy polling off at both ends (`--busy-poll 0`): every read waits for a
@@ -220,12 +230,9 @@ func withoutBusyPolling(baton: String, message: ValueDictionary, loop: any Event
     options.timing.busyPoll = .zero
     let client = BatonClient(eventLoop: loop, options: options)
     defer { client.shutdown() }
-    let (opened, status, detail) = try client.openService("echo", app: "bench", on: agent.address).wait()
-    guard let channel = opened else { throw BenchError("open: \(status) \(detail)") }
-    defer { channel.close() }
-    let driver = RequestDriver(channel: channel, message: message, loop: loop)
-    _ = try driver.roundTrips(2000 / scale)
-    let p50 = percentile(try driver.roundTrips(20000 / scale).sorted(), 0.5)
+    let driver = try RequestDriver.echo(client, at: agent.address, message: message, loop: loop)
+    defer { driver.channel.close() }
+    let p50 = percentile(try driver.measuredRoundTrips(20000 / scale), 0.5)
     row("  without busy polling (--busy-poll 0): p50", "\(fmt(p50)) µs", "raw TCP ping-pong \(fmt(raw50)) µs (\(fmt(p50 / raw50))×)", "", nil)
 }
 
@@ -282,12 +289,9 @@ func networkBench(baton: String, requestsOnly: Bool = false) throws {
         "Type": .string("ping"), "TargetId": .string("8e1f1a1c-3d7b-4e55-9d6c-0a1b2c3d4e5f"),
         "CreationDate": .date(Date()), "position": .double(83.5), "note": .string("a hundred bytes or so"),
     ]
-    let (opened, status, detail) = try client.openService("echo", app: "bench", on: agent.address).wait()
-    guard let channel = opened else { throw BenchError("open: \(status) \(detail)") }
-
-    let driver = RequestDriver(channel: channel, message: message, loop: loop)
-    _ = try driver.roundTrips(2000 / scale) // warm up
-    let rtt = try driver.roundTrips(20000 / scale).sorted()
+    let driver = try RequestDriver.echo(client, at: agent.address, message: message, loop: loop)
+    let channel = driver.channel
+    let rtt = try driver.measuredRoundTrips(20000 / scale)
     let raw = try rawPingPong(size: 100, count: 20000 / scale, polling: false).sorted()
     let rawPolling = try rawPingPong(size: 100, count: 20000 / scale, polling: true).sorted()
     let p50 = percentile(rtt, 0.5), p99 = percentile(rtt, 0.99), raw50 = percentile(raw, 0.5), raw99 = percentile(raw, 0.99)

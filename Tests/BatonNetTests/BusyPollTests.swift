@@ -17,20 +17,20 @@ import Glibc
 @Suite("Busy polling", .timeLimit(.minutes(1)))
 struct BusyPollTests {
     @Test("each connected socket is found by its own descriptor, checked against its addresses")
-    func descriptors() throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        defer { try? group.syncShutdownGracefully() }
+    func descriptors() async throws {
+        let group = clientGroup
         let accepted = NIOLockedValueBox<[any Channel]>([])
-        let server = try ServerBootstrap(group: group)
+        let server = try await ServerBootstrap(group: group)
             .childChannelInitializer { channel in
                 accepted.withLockedValue { $0.append(channel) }
                 return channel.eventLoop.makeSucceededVoidFuture()
             }
-            .bind(host: "127.0.0.1", port: 0).wait()
-        defer { try? server.close().wait() }
-        let clients = try (0..<3).map { _ in try ClientBootstrap(group: group).connect(to: server.localAddress!).wait() }
-        defer { for client in clients { try? client.close().wait() } }
-        #expect(pollUntil { accepted.withLockedValue { $0.count } == 3 })
+            .bind(host: "127.0.0.1", port: 0).get()
+        defer { _ = server.close() }
+        var clients: [any Channel] = []
+        for _ in 0..<3 { clients.append(try await ClientBootstrap(group: group).connect(to: server.localAddress!).get()) }
+        defer { for client in clients { _ = client.close() } }
+        #expect(await eventually { accepted.withLockedValue { $0.count } == 3 })
 
         let ends = clients + accepted.withLockedValue { $0 }
         let descriptors = ends.map { BusyPoll.descriptor(of: $0) }
@@ -62,34 +62,44 @@ struct BusyPollTests {
     }
 
     @Test("a poll that finds nothing makes the poller sleep through 1, 2, 4... bursts; one that finds bytes, none")
-    func backoff() throws {
+    func backoff() async throws {
+        // A loop of its own: the poller under test is its only one.
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        defer { try? group.syncShutdownGracefully() }
-        let loop = group.next()
+        do {
+            try await backoff(on: group.next())
+        } catch {
+            try await group.shutdownGracefully()
+            throw error
+        }
+        try await group.shutdownGracefully()
+    }
+
+    private func backoff(on loop: any EventLoop) async throws {
         var ends: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends) == 0)
         defer { for end in ends { closeDescriptor(end) } }
         let ours = ends[0]
-        let poller = try #require(BusyPoll.on(loop, window: .milliseconds(50)))
+        // Long enough that a loaded machine cannot let a window lapse before the loop looks.
+        let poller = try #require(BusyPoll.on(loop, window: .milliseconds(500)))
         #expect(BusyPoll.on(loop, window: .zero) == nil, "a zero window polls nothing")
         /// Traffic on our end: whether the poller then polls.
-        func burst() throws -> Bool { try loop.submit { poller.activity(on: ours); return poller.isPolling }.wait() }
-        func polling() throws -> Bool { try loop.submit { poller.isPolling }.wait() }
+        func burst() async throws -> Bool { try await loop.submit { poller.activity(on: ours); return poller.isPolling }.get() }
+        func polling() async throws -> Bool { try await loop.submit { poller.isPolling }.get() }
 
         // Nothing comes: each fruitless poll doubles the bursts slept through.
         for skipped in [1, 2, 4] {
-            #expect(try burst())
-            #expect(pollUntil { (try? polling()) == false }, "the poll never ended")
-            for _ in 0..<skipped { #expect(try !burst(), "a burst after a fruitless poll was polled") }
+            #expect(try await burst())
+            #expect(await eventually { (try? await polling()) == false }, "the poll never ended")
+            for _ in 0..<skipped { #expect(try await !burst(), "a burst after a fruitless poll was polled") }
         }
         // Bytes come while polling: the poll ends at once, and the next burst is polled again.
-        #expect(try burst())
+        #expect(try await burst())
         #expect(write(ends[1], "x", 1) == 1)
-        #expect(pollUntil { (try? polling()) == false })
+        #expect(await eventually { (try? await polling()) == false })
         var byte: UInt8 = 0
         #expect(read(ours, &byte, 1) == 1)
-        #expect(try burst(), "a burst after a fruitful poll was not polled")
-        #expect(pollUntil { (try? polling()) == false })
+        #expect(try await burst(), "a burst after a fruitful poll was not polled")
+        #expect(await eventually { (try? await polling()) == false })
     }
 
     @Test("a connection in a stream of requests starves no other connection of the agent")
@@ -168,13 +178,4 @@ private func cpuTicks(of pid: pid_t) throws -> Int {
         throw AgentFailure("unreadable /proc/\(pid)/stat: \(stat)")
     }
     return user + system
-}
-
-/// Polls `condition` every 10 ms for up to 10 s (a guard against hangs); whether it held.
-private func pollUntil(_ condition: () -> Bool) -> Bool {
-    for _ in 0..<1000 {
-        if condition() { return true }
-        usleep(10_000)
-    }
-    return condition()
 }
