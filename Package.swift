@@ -157,7 +157,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "BatonLuaTests", dependencies: ["BatonLua", "BatonCore", "BatonWire", .product(name: "NIOCore", package: "swift-nio")]),
+        .testTarget(
+            name: "BatonLuaTests",
+            dependencies: [
+                "BatonLua", "BatonCore", "BatonWire", .product(name: "NIOCore", package: "swift-nio"),
+                // The reference the Lua tables' own writer is checked against, byte for byte.
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
         .testTarget(
             name: "BatonNetTests",
             dependencies: [

@@ -14,16 +14,13 @@ extension Agent {
     /// redeems the code once (not when the device would be refused anyway), and issues a certificate of this account for the id and key the
     /// caller proved in the TLS handshake (the request must name the same). Refusals are logged
     /// without the code.
-    func enrol(_ request: Baton_V1_JoinRequest, caller: PeerIdentity?, from peer: String) -> Baton_V1_JoinResponse {
-        var response = Baton_V1_JoinResponse()
-        response.requestID = request.requestID
-        func refuse(_ status: Baton_V1_JoinStatus, _ why: String) -> Baton_V1_JoinResponse {
+    /// Blocks on the account's folder: call it off the event loop.
+    func enrol(_ request: JoinRequest, store: TrustStore?, caller: PeerIdentity?, from peer: String) -> JoinAnswer {
+        func refuse(_ status: JoinStatus, _ why: String) -> JoinAnswer {
             logger.warning("refused a device joining the account", metadata: ["peer": "\(peer)", "reason": "\(why)"])
-            response.status = status
-            response.detail = why
-            return response
+            return JoinAnswer(status: status, detail: why)
         }
-        guard let store = trustStore else { return refuse(.notSupported, "this agent runs without an account (--insecure)") }
+        guard let store else { return refuse(.notSupported, "this agent runs without an account (--insecure)") }
         let credentials = store.credentials
         guard credentials.authority != nil else {
             return refuse(.notSupported, "this device does not hold the account's key; ask the device that made the account")
@@ -35,7 +32,7 @@ extension Agent {
         guard request.deviceID.lowercased() == id.lowercased() else {
             return refuse(.refused, "the request names device \(request.deviceID.prefix(40)), not the caller's \(id)")
         }
-        guard Array(request.publicKey) == Array(publicKey.subjectPublicKeyInfoBytes),
+        guard request.publicKey == Array(publicKey.subjectPublicKeyInfoBytes),
               P256.Signing.PublicKey(publicKey) != nil else {
             return refuse(.refused, "the request's key is not the P-256 key the caller's certificate holds")
         }
@@ -43,14 +40,12 @@ extension Agent {
         do {
             // What would refuse the device comes first: a refused device does not spend the code.
             try credentials.checkEnrolment(deviceID: id, name: name, in: store.folder)
-            try credentials.redeemInvite(secret: Array(request.inviteSecret), in: store.folder)
+            try credentials.redeemInvite(secret: request.inviteSecret, in: store.folder)
             let certificate = try credentials.enrol(deviceID: id, name: name, publicKey: publicKey, in: store.folder)
-            response.status = .success
-            response.accountCertificate = Data(try credentials.accountCertificate.serializeAsPEM().derBytes)
-            response.deviceCertificate = Data(try certificate.serializeAsPEM().derBytes)
-            response.revocationList = store.revocationListText ?? ""
             logger.notice("enrolled a device", metadata: ["id": "\(id)", "name": "\(name)", "peer": "\(peer)"])
-            return response
+            return JoinAnswer(
+                status: .success, accountCertificate: try credentials.accountCertificate.serializeAsPEM().derBytes,
+                deviceCertificate: try certificate.serializeAsPEM().derBytes, revocationList: store.revocationListText ?? "")
         } catch {
             return refuse(.refused, "\(error)")
         }

@@ -65,21 +65,14 @@ extension Agent {
         runtime.register("send", in: -1, qualifier: "conn") { [self] call in
             let (connection, channel) = try channelOf(call)
             let message = try call.runtime.messageArgument(call, 2)
-            let reply = call.runtime.eventLoop.makePromise(of: ServiceReplyMessage.self)
-            connection.send(channel: channel, message: message) { result in
-                switch result {
-                case .success(let response): reply.succeed(ServiceReplyMessage(response))
-                case .failure(let error): reply.succeed(ServiceReplyMessage(failure: error))
-                }
-            }
+            let reply = call.runtime.eventLoop.makePromise(of: ServiceReply.self)
+            connection.send(channel: channel, message: ServiceMessage(message), completion: reply.succeed)
             return try call.runtime.wait(call, for: reply.futureResult) { reply, lua in call.runtime.pushReply(reply, on: lua) }
         }
         runtime.register("close", in: -1, qualifier: "conn") { [self] call in
             let (connection, channel) = try channelOf(call)
             connection.close(channel: channel, status: .completed)
-            if let handler = connections.values.first(where: { $0.connection === connection }) {
-                if let state = handler.channels.removeValue(forKey: channel) { runtime.release(state.object) }
-            }
+            connections.values.first { $0.connection === connection }?.forget(channel)
             return .values(0)
         }
         lua.rawSet(-2, field: "__index")

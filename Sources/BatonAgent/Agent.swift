@@ -211,21 +211,16 @@ public final class Agent: @unchecked Sendable {
     func serve(channel: AgentConnection.ServiceChannel, message: ServiceMessage, responder: ServiceResponder) {
         let object = channel.object
         serveOnLoop(app: channel.app, service: channel.service, provider: channel.provider, taskName: channel.taskName,
-                    pushMessage: { [runtime] lua in
-                        let pushed = message.withCheckedFields { runtime.pushMessage(checkedFields: $0, on: lua) } ?? nil
-                        if pushed == nil, case .success(let values) = message.values {
-                            runtime.push(.dictionary(values), on: lua)
-                        }
-                    }, pushConnection: { [runtime] lua in
+                    pushMessage: { [runtime] lua in runtime.push(message, on: lua) }, pushConnection: { [runtime] lua in
             runtime.push(object, on: lua)
         }, respond: { [runtime] results in
             // A message table goes straight into the response frame when it plainly is one.
             guard results.count > 0 else { return false }
             let first = results.index(1)
             guard results.lua.type(at: first) == .table else { return false }
-            return responder.respond { writer in runtime.encodeMessage(at: first, on: results.lua, into: &writer) }
+            return responder.respond(source: runtime.messageSource(at: first, on: results.lua))
         }, reply: { reply in
-            responder.respond(reply.status, message: reply.message, detail: reply.detail)
+            responder.respond(reply)
         })
     }
 
@@ -261,23 +256,7 @@ public final class Agent: @unchecked Sendable {
             return 2
         }) { [runtime] result in
             if let respond, case .success(let results) = result, respond(results) { return }
-            let answer = runtime.serviceReply(from: result, handler: "the provider of \(service)")
-            reply(ServiceReply(status: answer.status, message: answer.message ?? [:], detail: answer.detail))
+            reply(runtime.serviceReply(from: result, handler: "the provider of \(service)"))
         }
-    }
-}
-
-/// An answer to a service request.
-public struct ServiceReply: Sendable, Equatable {
-    public var status: ResponseStatus
-    /// The response message when `status` is `success`.
-    public var message: ValueDictionary
-    /// For people: why, when the status is not `success`.
-    public var detail: String
-
-    public init(status: ResponseStatus, message: ValueDictionary = [:], detail: String = "") {
-        self.status = status
-        self.message = message
-        self.detail = detail
     }
 }

@@ -3,8 +3,9 @@ import BatonLua
 import BatonNet
 import BatonWire
 import NIOCore
+import NIOPosix
 
-/// Serves one client connection from the agent: handshake, describe, launch, and the
+/// Serves one client connection from the agent: handshake, describe, launch, joins, and the
 /// app-service channels the client opens on it.
 final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
     let agent: Agent
@@ -13,25 +14,6 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
     weak var connection: PeerConnection?
     /// Channel id → the channel's app, service and Lua object.
     var channels: [UInt64: ServiceChannel] = [:]
-
-    struct ServiceChannel {
-        let app: String
-        let service: String
-        /// The `conn` table providers receive.
-        let object: LuaReference
-        /// The provider and how reports name its tasks, looked up once, not per request (the
-        /// configured apps do not change once the agent runs).
-        let provider: LuaReference?
-        let taskName: String
-
-        init(app: String, service: String, object: LuaReference, provider: LuaReference?, taskName: String) {
-            self.app = app
-            self.service = service
-            self.object = object
-            self.provider = provider
-            self.taskName = taskName
-        }
-    }
 
     init(agent: Agent, number: Int, connection: PeerConnection) {
         self.agent = agent
@@ -45,86 +27,85 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         connection.peerIdentity?.authorization ?? .anonymous
     }
 
-    func connection(_ connection: PeerConnection, hello: Baton_V1_Hello) -> Baton_V1_HelloAck? {
+    func connection(_ connection: PeerConnection, hello: Hello) -> DeviceInfo? {
         agent.logger.debug("client connected", metadata: [
-            "peer": "\(connection.remoteAddress?.description ?? "?")", "client": "\(hello.deviceName)",
+            "peer": "\(connection.remoteDescription)", "client": "\(hello.deviceName)",
             "authorization": "\(caller(connection).rawValue)",
         ])
-        return .with { $0.device = Baton_V1_Device(agent.configuration.device) }
+        return agent.configuration.device
     }
 
-    func connection(_ connection: PeerConnection, describe request: Baton_V1_DescribeRequest) -> EventLoopFuture<Baton_V1_DescribeResponse> {
+    func connectionDescribe(_ connection: PeerConnection) -> EventLoopFuture<DeviceDescription> {
         // Strangers see only the apps they may use.
         let anonymous = caller(connection) == .anonymous
-        return connection.eventLoop.makeSucceededFuture(.with {
-            $0.requestID = request.requestID
-            $0.device = Baton_V1_Device(agent.configuration.device)
-            $0.apps = agent.configuration.apps.filter { !anonymous || $0.info.anonymous }.map { Baton_V1_App($0.info) }
-        })
+        let apps = agent.configuration.apps.filter { !anonymous || $0.info.anonymous }.map(\.info)
+        return connection.eventLoop.makeSucceededFuture(DeviceDescription(device: agent.configuration.device, apps: apps))
     }
 
-    func connection(_ connection: PeerConnection, launch request: Baton_V1_LaunchRequest) -> EventLoopFuture<Baton_V1_LaunchResponse> {
-        let id = request.requestID
-        let data: ValueDictionary
-        do {
-            data = try ValueDictionary(wire: request.data, path: "data")
-        } catch {
-            return connection.eventLoop.makeSucceededFuture(.with {
-                $0.requestID = id
-                $0.status = .unknown
-                $0.detail = "bad launch data: \(error)"
-            })
-        }
-        let launch = LaunchRequest(
-            uri: request.uri, appID: request.appID.isEmpty ? nil : request.appID,
-            fallbackURI: request.fallbackUri.isEmpty ? nil : request.fallbackUri,
-            preferredAppIDs: request.preferredAppIds, data: data)
-        return agent.launch(launch, from: caller(connection)).map { status, detail in
-            .with {
-                $0.requestID = id
-                $0.status = Baton_V1_LaunchStatus(status)
-                $0.detail = detail
-            }
-        }
+    func connection(_ connection: PeerConnection, launch request: LaunchRequest) -> EventLoopFuture<(LaunchStatus, String)> {
+        agent.launch(request, from: caller(connection))
     }
 
-    func connection(_ connection: PeerConnection, open request: Baton_V1_OpenServiceRequest) -> EventLoopFuture<Baton_V1_OpenServiceResponse> {
-        let (status, detail) = agent.openStatus(app: request.appID, service: request.serviceName, from: caller(connection))
-        if status == .success {
-            let object = agent.makeChannelObject(connection: number, channel: request.channelID, app: request.appID, service: request.serviceName)
-            channels[request.channelID] = ServiceChannel(
-                app: request.appID, service: request.serviceName, object: object,
-                provider: agent.configuration.app(request.appID)?.services[request.serviceName],
-                taskName: agent.sharedProviderTaskName(app: request.appID, service: request.serviceName))
-        }
-        return connection.eventLoop.makeSucceededFuture(.with {
-            $0.requestID = request.requestID
-            $0.status = Baton_V1_OpenStatus(status)
-            $0.detail = detail
-        })
+    func connection(_ connection: PeerConnection, open service: String, app: String, channelID: UInt64) -> EventLoopFuture<OpenAnswer> {
+        let (status, detail) = agent.openStatus(app: app, service: service, from: caller(connection))
+        guard status == .success else { return connection.eventLoop.makeSucceededFuture(.refused(status, detail)) }
+        let object = agent.makeChannelObject(connection: number, channel: channelID, app: app, service: service)
+        let channel = ServiceChannel(
+            connection: self, app: app, service: service, object: object,
+            provider: agent.configuration.app(app)?.services[service],
+            taskName: agent.sharedProviderTaskName(app: app, service: service))
+        channels[channelID] = channel
+        return connection.eventLoop.makeSucceededFuture(.success(channel))
     }
 
-    func connection(_ connection: PeerConnection, join request: Baton_V1_JoinRequest) -> EventLoopFuture<Baton_V1_JoinResponse> {
-        connection.eventLoop.makeSucceededFuture(
-            agent.enrol(request, caller: connection.peerIdentity, from: connection.remoteAddress?.description ?? "?"))
-    }
-
-    func connection(_ connection: PeerConnection, request: ServiceRequestFrame, responder: ServiceResponder) {
-        guard let channel = channels[request.channelID] else {
-            return responder.respond(.appServiceConnectionClosed)
+    func connection(_ connection: PeerConnection, join request: JoinRequest) -> EventLoopFuture<JoinAnswer> {
+        // Enrolment reads and writes the account's folder under its lock: off the loop.
+        let (agent, store, caller, peer) = (agent, agent.trustStore, connection.peerIdentity, connection.remoteDescription)
+        return NIOThreadPool.singleton.runIfActive(eventLoop: connection.eventLoop) {
+            agent.enrol(request, store: store, caller: caller, from: peer)
         }
-        if !request.message.hasCheckedFields, case .failure(let error) = request.message.values {
-            return responder.respond(.failure, detail: "bad message: \(error)")
-        }
-        agent.serve(channel: channel, message: request.message, responder: responder)
-    }
-
-    func connection(_ connection: PeerConnection, channelClosed channelID: UInt64, status: Baton_V1_ClosedStatus) {
-        guard let channel = channels.removeValue(forKey: channelID) else { return }
-        agent.channelClosed(object: channel.object, status: ClosedStatus(wire: status))
     }
 
     func connectionClosed(_ connection: PeerConnection, reason: String) {
         agent.connectionClosed(number)
+    }
+
+    /// Drops a channel this end closed.
+    func forget(_ channelID: UInt64) {
+        if let channel = channels.removeValue(forKey: channelID) { agent.runtime.release(channel.object) }
+    }
+
+    /// One open channel: its app, service, provider and the `conn` table providers receive.
+    final class ServiceChannel: ServiceChannelHandler, @unchecked Sendable {
+        unowned let connection: AgentConnection
+        let app: String
+        let service: String
+        /// The `conn` table providers receive.
+        let object: LuaReference
+        /// The provider and how reports name its tasks, looked up once, not per request (the
+        /// configured apps do not change once the agent runs).
+        let provider: LuaReference?
+        let taskName: String
+
+        init(connection: AgentConnection, app: String, service: String, object: LuaReference, provider: LuaReference?, taskName: String) {
+            self.connection = connection
+            self.app = app
+            self.service = service
+            self.object = object
+            self.provider = provider
+            self.taskName = taskName
+        }
+
+        func channel(_ channelID: UInt64, of peer: PeerConnection, request message: ServiceMessage, responder: ServiceResponder) {
+            if !message.isChecked, case .failure(let error) = message.values {
+                return responder.respond(ServiceReply(status: .failure, detail: "bad message: \(error)"))
+            }
+            connection.agent.serve(channel: self, message: message, responder: responder)
+        }
+
+        func channelClosed(_ channelID: UInt64, status: ClosedStatus) {
+            guard connection.channels.removeValue(forKey: channelID) != nil else { return }
+            connection.agent.channelClosed(object: object, status: status)
+        }
     }
 }

@@ -49,11 +49,7 @@ extension BatonClient {
     public func join(
         _ code: InviteCode, at address: DeviceAddress, deviceID: String, deviceName: String, publicKey: Certificate.PublicKey
     ) -> EventLoopFuture<JoinGrant> {
-        let hello = Baton_V1_Hello.with {
-            $0.protocolVersion = 1
-            $0.deviceID = deviceID
-            $0.deviceName = deviceName
-        }
+        let hello = Hello(deviceID: deviceID, deviceName: deviceName)
         let connecting = PeerConnector.connect(
             host: address.host, port: address.port, on: eventLoop, security: options.security,
             expecting: PeerExpectation(deviceID: nil, account: .invitedBy(code)), hello: hello,
@@ -69,12 +65,8 @@ extension BatonClient {
                 connection.goodbye(.unknown, "no account")
                 return self.eventLoop.makeFailedFuture(JoinError.wrongAccount("the agent at \(address) presented no account"))
             }
-            let request = Baton_V1_JoinRequest.with {
-                $0.inviteSecret = Data(code.secret)
-                $0.deviceID = deviceID
-                $0.deviceName = deviceName
-                $0.publicKey = Data(publicKey.subjectPublicKeyInfoBytes)
-            }
+            let request = JoinRequest(
+                inviteSecret: code.secret, deviceID: deviceID, deviceName: deviceName, publicKey: Array(publicKey.subjectPublicKeyInfoBytes))
             return connection.join(request).always { _ in
                 connection.goodbye(.unknown, "joined")
             }.flatMapErrorThrowing { error in
@@ -85,21 +77,21 @@ extension BatonClient {
         }
     }
 
-    private static func grant(_ response: Baton_V1_JoinResponse, account: AccountFingerprint) throws -> JoinGrant {
+    private static func grant(_ response: JoinAnswer, account: AccountFingerprint) throws -> JoinGrant {
         switch response.status {
         case .success: break
         case .refused: throw JoinError.refused(response.detail)
         case .notSupported: throw JoinError.notSupported(response.detail)
-        default: throw JoinError.refused(response.detail.isEmpty ? "\(response.status)" : response.detail)
+        case .unknown: throw JoinError.refused(response.detail.isEmpty ? "\(response.status)" : response.detail)
         }
         do {
-            let accountCertificate = try Certificate(derEncoded: Array(response.accountCertificate))
+            let accountCertificate = try Certificate(derEncoded: response.accountCertificate)
             guard try AccountFingerprint(of: accountCertificate) == account else {
                 throw JoinError.badAnswer("the account certificate is not the one the agent presented")
             }
             return JoinGrant(
                 accountCertificate: accountCertificate,
-                deviceCertificate: try Certificate(derEncoded: Array(response.deviceCertificate)),
+                deviceCertificate: try Certificate(derEncoded: response.deviceCertificate),
                 revocationList: response.revocationList.isEmpty ? nil : response.revocationList)
         } catch let error as JoinError {
             throw error

@@ -44,7 +44,6 @@ public final class BatonClient: @unchecked Sendable {
         case connecting(EventLoopFuture<PeerConnection>)
         case connected(PeerConnection)
     }
-    private var routers: [ObjectIdentifier: ChannelRouter] = [:]
     /// What the agent at each address must prove to be; addresses not here must be a device
     /// of this account.
     private var expectations: [DeviceAddress: PeerExpectation] = [:]
@@ -64,49 +63,31 @@ public final class BatonClient: @unchecked Sendable {
 
     /// The connection to `device`, opened if there is none open.
     func connection(to device: DeviceAddress) -> EventLoopFuture<PeerConnection> {
-        eventLoop.flatSubmit { [self] in
-            switch connections[device] {
-            case .connecting(let future): return future // share it
-            case .connected(let connection) where connection.isOpen: return eventLoop.makeSucceededFuture(connection)
-            default: break
-            }
-            let router = ChannelRouter()
-            let hello = Baton_V1_Hello.with {
-                $0.protocolVersion = 1
-                $0.deviceName = options.deviceName
-                $0.deviceID = options.deviceID
-            }
-            let future = PeerConnector.connect(
-                host: device.host, port: device.port, on: eventLoop, security: options.security,
-                expecting: expectations[device] ?? PeerExpectation(account: options.unlistedAgents), hello: hello,
-                connectTimeout: options.connectTimeout, limits: options.limits, timing: options.timing,
-                delegate: router, logger: logger)
-            connections[device] = .connecting(future)
-            future.whenComplete { [self] result in
-                if case .success(let connection) = result {
-                    connections[device] = .connected(connection)
-                    routers[ObjectIdentifier(connection)] = router
-                    router.onClosed = { [weak self] in self?.routers[ObjectIdentifier(connection)] = nil }
-                } else {
-                    connections[device] = nil
-                }
-            }
-            return future
+        guard eventLoop.inEventLoop else { return eventLoop.flatSubmit { self.connection(to: device) } }
+        switch connections[device] {
+        case .connecting(let future): return future // share it
+        case .connected(let connection) where connection.isOpen: return eventLoop.makeSucceededFuture(connection)
+        default: break
         }
+        let hello = Hello(deviceID: options.deviceID, deviceName: options.deviceName)
+        let future = PeerConnector.connect(
+            host: device.host, port: device.port, on: eventLoop, security: options.security,
+            expecting: expectations[device] ?? PeerExpectation(account: options.unlistedAgents), hello: hello,
+            connectTimeout: options.connectTimeout, limits: options.limits, timing: options.timing, logger: logger)
+        connections[device] = .connecting(future)
+        future.whenComplete { [self] result in
+            if case .success(let connection) = result {
+                connections[device] = .connected(connection)
+            } else {
+                connections[device] = nil
+            }
+        }
+        return future
     }
 
     /// Launches `request` on `device`; the status and, if not `success`, why.
     public func launch(_ request: LaunchRequest, on device: DeviceAddress) -> EventLoopFuture<(LaunchStatus, String)> {
-        let wire = Baton_V1_LaunchRequest.with {
-            $0.uri = request.uri
-            $0.appID = request.appID ?? ""
-            $0.fallbackUri = request.fallbackURI ?? ""
-            $0.preferredAppIds = request.preferredAppIDs
-            $0.data = Baton_V1_Dictionary(request.data)
-        }
-        return connection(to: device).flatMap { $0.launch(wire) }.map { response in
-            (LaunchStatus(wire: response.status), response.detail)
-        }.recover { error in
+        connection(to: device).flatMap { $0.launch(request) }.recover { error in
             switch error as? PeerConnectionError {
             case .tooLarge(let size, let limit)?:
                 return (.valueSetTooLarge, "the launch data is \(size) bytes, over the agent's limit of \(limit)")
@@ -127,8 +108,8 @@ public final class BatonClient: @unchecked Sendable {
 
     /// The device and its apps.
     public func describe(_ device: DeviceAddress) -> EventLoopFuture<(DeviceInfo, [AppInfo])> {
-        connection(to: device).flatMap { $0.describe() }.flatMapThrowing { response in
-            (DeviceInfo(wire: response.device), try response.apps.map { try AppInfo(wire: $0) })
+        connection(to: device).flatMap { $0.describe() }.map { description in
+            (description.device, description.apps)
         }.flatMapErrorThrowing { error in
             throw BatonClientError.unreachable(Self.describe(error, device: device))
         }
@@ -137,12 +118,11 @@ public final class BatonClient: @unchecked Sendable {
     /// Opens a channel to `service` of `app` on `device`: the connection on `success`, else nil
     /// and the status with why.
     public func openService(_ service: String, app: String, on device: DeviceAddress) -> EventLoopFuture<(AppServiceConnection?, OpenStatus, String)> {
-        connection(to: device).flatMap { [self] connection in
-            connection.open(service: service, app: app).map { [self] channelID, response in
-                let status = OpenStatus(wire: response.status)
-                guard status == .success else { return (nil, status, response.detail) }
-                let channel = AppServiceConnection(device: device, app: app, service: service, channelID: channelID, connection: connection)
-                routers[ObjectIdentifier(connection)]?.channels[channelID] = channel
+        connection(to: device).flatMap { connection in
+            let channel = AppServiceConnection(device: device, app: app, service: service, connection: connection)
+            return connection.open(service: service, app: app, handler: channel).map { id, status, detail in
+                guard let id else { return (nil, status, detail) }
+                channel.opened(id)
                 return (channel, .success, "")
             }
         }.recover { error in
@@ -159,11 +139,11 @@ public final class BatonClient: @unchecked Sendable {
     }
 
     /// Sends one message on a channel opened for it, then closes the channel.
-    public func send(_ message: ValueDictionary, to service: String, app: String, on device: DeviceAddress) -> EventLoopFuture<ServiceReplyMessage> {
+    public func send(_ message: ValueDictionary, to service: String, app: String, on device: DeviceAddress) -> EventLoopFuture<ServiceReply> {
         openService(service, app: app, on: device).flatMap { [self] channel, status, detail in
             guard let channel else {
                 let replyStatus: ResponseStatus = status == .remoteSystemUnavailable ? .remoteSystemUnavailable : .failure
-                return eventLoop.makeSucceededFuture(ServiceReplyMessage(status: replyStatus, detail: "open: \(status.rawValue)\(detail.isEmpty ? "" : ": " + detail)"))
+                return eventLoop.makeSucceededFuture(ServiceReply(status: replyStatus, detail: "open: \(status.rawValue)\(detail.isEmpty ? "" : ": " + detail)"))
             }
             return channel.send(message).always { _ in channel.close() }
         }
@@ -202,38 +182,5 @@ public enum BatonClientError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .unreachable(let why): "remote_system_unavailable: \(why)"
         }
-    }
-}
-
-/// Routes what an agent asks on a client connection to the channel it concerns.
-final class ChannelRouter: PeerConnectionDelegate, @unchecked Sendable {
-    var channels: [UInt64: AppServiceConnection] = [:]
-    var onClosed: (() -> Void)?
-
-    func connection(_ connection: PeerConnection, request: ServiceRequestFrame, responder: ServiceResponder) {
-        guard let channel = channels[request.channelID], let handler = channel.onRequest else {
-            return responder.respond(.failure, detail: "the client does not answer requests on this channel")
-        }
-        switch request.message.values {
-        case .success(let message):
-            handler(message).whenComplete { result in
-                switch result {
-                case .success(let reply): responder.respond(reply.status, message: reply.message, detail: reply.detail)
-                case .failure(let error): responder.respond(.failure, detail: "\(error)")
-                }
-            }
-        case .failure(let error):
-            responder.respond(.failure, detail: "bad message: \(error)")
-        }
-    }
-
-    func connection(_ connection: PeerConnection, channelClosed channelID: UInt64, status: Baton_V1_ClosedStatus) {
-        channels.removeValue(forKey: channelID)?.closed(ClosedStatus(wire: status))
-    }
-
-    func connectionClosed(_ connection: PeerConnection, reason: String) {
-        for channel in channels.values { channel.closed(.unknown) }
-        channels = [:]
-        onClosed?()
     }
 }

@@ -41,3 +41,15 @@ public struct AppInfo: Sendable, Equatable {
         self.anonymous = anonymous
     }
 }
+
+/// What a device says of itself when asked (a Describe): who it is and the apps the caller may
+/// see.
+public struct DeviceDescription: Sendable, Equatable {
+    public var device: DeviceInfo
+    public var apps: [AppInfo]
+
+    public init(device: DeviceInfo, apps: [AppInfo] = []) {
+        self.device = device
+        self.apps = apps
+    }
+}

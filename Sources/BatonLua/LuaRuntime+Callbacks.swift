@@ -27,37 +27,37 @@ extension LuaRuntime {
     /// answers that status (`failure` if it names none, or names success); returning nothing
     /// answers `success` with an empty message; an error answers `failure` with its message.
     /// `handler` names it in details (`the provider of echo`).
-    public func serviceReply(from result: Result<TaskResults, ScriptFailure>, handler: @autoclosure () -> String) -> ServiceReplyMessage {
+    public func serviceReply(from result: Result<TaskResults, ScriptFailure>, handler: @autoclosure () -> String) -> ServiceReply {
         switch result {
         case .failure(let failure):
-            return ServiceReplyMessage(status: .failure, detail: failure.message)
+            return ServiceReply(status: .failure, detail: failure.message)
         case .success(let results):
             let lua = results.lua
-            guard results.count > 0 else { return ServiceReplyMessage(status: .success, message: [:]) }
+            guard results.count > 0 else { return ServiceReply(status: .success, message: [:]) }
             let first = results.index(1)
             switch lua.type(at: first) {
             case .table:
                 do {
                     guard case .dictionary(let d) = try value(at: first, on: lua, root: "response") else {
-                        return ServiceReplyMessage(status: .failure, detail: "\(handler()) returned an array, not a message")
+                        return ServiceReply(status: .failure, detail: "\(handler()) returned an array, not a message")
                     }
-                    return ServiceReplyMessage(status: .success, message: d)
+                    return ServiceReply(status: .success, message: d)
                 } catch {
-                    return ServiceReplyMessage(status: .failure, detail: "\(handler()) returned a bad message: \(error)")
+                    return ServiceReply(status: .failure, detail: "\(handler()) returned a bad message: \(error)")
                 }
             case .nil:
                 let text = results.count > 1 ? lua.toString(at: results.index(2)) : nil
                 let status = text.flatMap(ResponseStatus.init(rawValue:)) ?? .failure
-                return ServiceReplyMessage(status: status == .success ? .failure : status, detail: text ?? "")
+                return ServiceReply(status: status == .success ? .failure : status, detail: text ?? "")
             default:
-                return ServiceReplyMessage(status: .failure, detail: "\(handler()) returned a \(lua.typeName(at: first)), not a message table")
+                return ServiceReply(status: .failure, detail: "\(handler()) returned a \(lua.typeName(at: first)), not a message table")
             }
         }
     }
 
     /// Pushes `reply, status, detail` as scripts receive them: the message (nil unless the
     /// status is success), the status string, and why.
-    public func pushReply(_ reply: ServiceReplyMessage, on lua: LuaState) -> Int32 {
+    public func pushReply(_ reply: ServiceReply, on lua: LuaState) -> Int32 {
         if let message = reply.message, reply.status == .success {
             push(.dictionary(message), on: lua)
         } else {

@@ -224,14 +224,14 @@ extension LuaRuntime {
         openChannels[number] = (channel, object)
         retainKeepAlive()
         channel.onRequest = { [self] message in
-            let promise = eventLoop.makePromise(of: ServiceReplyMessage.self)
+            let promise = eventLoop.makePromise(of: ServiceReply.self)
             let started = startCallback("on_request", of: object, name: "on_request of \(channel.service)", arguments: { lua in
                 self.push(.dictionary(message), on: lua)
                 return 1
             }) { result in
                 promise.succeed(self.serviceReply(from: result, handler: "on_request"))
             }
-            if !started { promise.succeed(ServiceReplyMessage(status: .failure, detail: "the script set no on_request")) }
+            if !started { promise.succeed(ServiceReply(status: .failure, detail: "the script set no on_request")) }
             return promise.futureResult
         }
         channel.onClosed = { [self] status in

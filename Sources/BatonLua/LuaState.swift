@@ -1,3 +1,4 @@
+import BatonWire
 import CLuaShim
 
 /// A borrowed `lua_State` (the main thread or a coroutine) with the few operations the
@@ -91,10 +92,16 @@ public struct LuaState: @unchecked Sendable {
     }
     /// The string at `index` if it is a string of well-formed UTF-8; nil otherwise.
     public func toValidString(at index: Int32) -> String? {
+        utf8(at: index).map { String(decoding: $0, as: UTF8.self) }
+    }
+    /// The bytes of the string at `index` if it is a string of well-formed UTF-8 (RFC 3629, as
+    /// the wire requires); nil otherwise. Valid while the string stays on the stack.
+    func utf8(at index: Int32) -> UnsafeRawBufferPointer? {
         guard type(at: index) == .string else { return nil }
         var len = 0
-        guard let p = baton_tostring(pointer, index, &len), baton_utf8_valid(p, len) != 0 else { return nil }
-        return String(decoding: UnsafeRawBufferPointer(start: p, count: len), as: UTF8.self)
+        guard let p = baton_tostring(pointer, index, &len) else { return nil }
+        let bytes = UnsafeRawBufferPointer(start: p, count: len)
+        return UTF8Validation.isValid(bytes) ? bytes : nil
     }
     /// The raw bytes of the string at `index`, only if it is a string.
     public func toBytes(at index: Int32) -> [UInt8]? {

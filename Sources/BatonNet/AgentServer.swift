@@ -3,7 +3,6 @@ import BatonWire
 import Logging
 import NIOCore
 import NIOPosix
-import NIOSSL
 
 /// Listens for Baton clients. Every connection runs on the server's one event loop (the
 /// agent's), so requests reach the agent's Lua runtime without a thread hop.
@@ -19,8 +18,9 @@ public final class AgentServer: @unchecked Sendable {
     private var revocationVersion: Int
     private var revocationCheck: RepeatedTask?
 
-    /// How often the revocation list in the folder is looked at (one `stat`), so that a
-    /// device revoked on this one (`baton account revoke`) loses the connections it holds.
+    /// How often the revocation list in the folder is looked at (one `stat`, on a thread of
+    /// its own), so that a device revoked on this one (`baton account revoke`) loses the
+    /// connections it holds.
     static let revocationCheckInterval: TimeAmount = .seconds(1)
 
     private init(channel: any Channel, eventLoop: any EventLoop, trustStore: TrustStore?) {
@@ -29,11 +29,15 @@ public final class AgentServer: @unchecked Sendable {
         self.localAddress = channel.localAddress!
         self.trustStore = trustStore
         revocationVersion = trustStore?.trust.revocations.version ?? 0
-        if trustStore != nil {
-            revocationCheck = eventLoop.scheduleRepeatedTask(
+        if let trustStore {
+            revocationCheck = eventLoop.scheduleRepeatedAsyncTask(
                 initialDelay: Self.revocationCheckInterval, delay: Self.revocationCheckInterval
             ) { [weak self] _ in
-                self?.checkRevocations()
+                // The folder's files are read off the loop: another process may hold its lock.
+                let server = NIOLoopBound(self, eventLoop: eventLoop)
+                return NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) { trustStore.refresh() }.map { () -> Void in
+                    server.value?.checkRevocations()
+                }
             }
         }
     }
@@ -57,21 +61,17 @@ public final class AgentServer: @unchecked Sendable {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let connection = PeerConnection(
-                        role: .server, eventLoop: channel.eventLoop, limits: limits, timing: timing,
-                        trustStore: security.trustStore, logger: logger)
-                    connection.delegate = makeDelegate(connection)
-                    if case .tls(let identity) = security {
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(
-                            context: identity.serverContext,
-                            customVerificationCallback: { certificates, promise in
-                                connection.judgeCaller(certificates, trust: identity.trustStore.trust)
-                                promise.succeed(connection.refusal == nil ? .certificateVerified : .failed)
-                            }))
+                    let connection = try TCPLink.install(
+                        on: channel, role: .server, security: security, expectation: PeerExpectation(), limits: limits,
+                        busyPoll: timing.busyPoll
+                    ) { link in
+                        let connection = PeerConnection(
+                            role: .server, link: link, limits: limits, timing: timing, trustStore: security.trustStore, logger: logger)
+                        connection.delegate = makeDelegate(connection)
+                        return connection
                     }
-                    try channel.pipeline.syncOperations.addHandler(connection)
                     let server = registry.value.server
-                    server?.track(connection, channel: channel)
+                    server?.track(connection)
                     connection.revocationListAdopted = { server?.dropRevokedCallers() }
                 }
             }
@@ -83,10 +83,10 @@ public final class AgentServer: @unchecked Sendable {
             }
     }
 
-    private func track(_ connection: PeerConnection, channel: any Channel) {
+    private func track(_ connection: PeerConnection) {
         let key = ObjectIdentifier(connection)
         connections[key] = connection
-        channel.closeFuture.whenComplete { [self] _ in connections[key] = nil }
+        connection.closeFuture.whenComplete { [self] _ in connections[key] = nil }
     }
 
     /// Drops revoked callers when the folder's revocation list changed since the last look:
@@ -99,6 +99,7 @@ public final class AgentServer: @unchecked Sendable {
     /// Says goodbye to callers whose devices the revocation list now revokes: a list adopted
     /// from one caller shuts the door on the others at once.
     func dropRevokedCallers() {
+        eventLoop.preconditionInEventLoop()
         guard let revocations = trustStore?.trust.revocations else { return }
         revocationVersion = revocations.version
         for connection in connections.values {
@@ -114,7 +115,7 @@ public final class AgentServer: @unchecked Sendable {
 
     /// Stops listening; lets every client's requests in flight get their answers (for up to
     /// `grace`), then says Goodbye (shutdown) — their open channels get `canceled` — and
-    /// closes. The future completes when every connection is closed.
+    /// closes. The future completes when every connection is closed. Call from any thread.
     public func shutdown(grace: TimeAmount = .seconds(5)) -> EventLoopFuture<Void> {
         eventLoop.flatSubmit { [self] in
             revocationCheck?.cancel()
@@ -142,53 +143,4 @@ public enum AgentServerError: Error, Sendable, CustomStringConvertible {
 /// Holds the server for the child initializer, which runs before `bind` returns it.
 private final class ServerRegistry {
     var server: AgentServer?
-}
-
-/// Connects to an agent and completes once the handshake is done.
-public enum PeerConnector {
-    /// Connects to `host:port`, proves this device and checks the agent against `expecting`
-    /// in the TLS handshake (`.tls`), says `hello`, and waits for the HelloAck. Fails with
-    /// ``PeerConnectionError`` (`untrustedPeer`, `refusedByPeer` among them) or NIO's connect
-    /// errors (refused, timed out). `.insecure` dials loopback addresses only.
-    public static func connect(
-        host: String, port: Int, on eventLoop: any EventLoop, security: ConnectionSecurity,
-        expecting expectation: PeerExpectation = PeerExpectation(), hello: Baton_V1_Hello,
-        connectTimeout: TimeAmount = .seconds(3), limits: FrameLimits = FrameLimits(),
-        timing: PeerConnection.Timing = PeerConnection.Timing(), delegate: (any PeerConnectionDelegate)? = nil,
-        logger: Logger
-    ) -> EventLoopFuture<PeerConnection> {
-        if case .insecure = security, !ConnectionSecurity.isLoopback(host) {
-            return eventLoop.makeFailedFuture(PeerConnectionError.untrustedPeer(
-                "--insecure (plaintext) dials loopback addresses only, not \(host)"))
-        }
-        let connection = PeerConnection(
-            role: .client, eventLoop: eventLoop, hello: hello, limits: limits, timing: timing,
-            trustStore: security.trustStore, delegate: delegate, logger: logger)
-        let connected = ClientBootstrap(group: eventLoop)
-            .connectTimeout(connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    if case .tls(let identity) = security {
-                        try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(
-                            context: identity.clientContext, serverHostname: nil,
-                            customVerificationCallback: { certificates, promise in
-                                connection.judgeAgent(certificates, trust: identity.trustStore.trust, expecting: expectation)
-                                promise.succeed(connection.refusal == nil ? .certificateVerified : .failed)
-                            }))
-                    }
-                    try channel.pipeline.syncOperations.addHandler(connection)
-                }
-            }
-            .connect(host: host, port: port)
-        connected.whenFailure { error in connection.abandon(error) }
-        // The handshake has the connect timeout too: an agent that accepts and says nothing.
-        let handshake = connected.flatMap { channel in
-            let timeout = eventLoop.scheduleTask(in: connectTimeout) {
-                connection.goodbye(.timeout, "no HelloAck within the connect timeout")
-            }
-            return connection.handshakeDone.always { _ in timeout.cancel() }.map { connection }
-        }
-        return handshake
-    }
 }

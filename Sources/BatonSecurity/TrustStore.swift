@@ -10,9 +10,12 @@ import Glibc
 #endif
 
 /// What an agent or a client trusts for as long as it runs: this device's credentials and the
-/// account's revocation list, kept current. A list written to the folder by another process
-/// (`baton account revoke`) or received from a peer (``adopt(revocationListText:)``) applies from
-/// the next ``trust`` on. Safe to use from any thread.
+/// account's revocation list, kept current. A list received from a peer
+/// (``adopt(revocationListText:)``) applies from the next ``trust`` on; one written to the folder
+/// by another process (`baton account revoke`), from the next ``refresh()``. ``trust`` and
+/// ``revocationListText`` never touch the disk, so an event loop may ask them; ``refresh()`` and
+/// ``adopt(revocationListText:)`` read and write files, and may wait for the folder's lock.
+/// Safe to use from any thread.
 public final class TrustStore: Sendable {
     /// The configuration folder the revocation list is kept in.
     public let folder: ConfigurationFolder
@@ -48,16 +51,30 @@ public final class TrustStore: Sendable {
         state = NIOLockedValueBox(State(revocations: list, text: text, stamp: stamp))
     }
 
-    /// The trust decisions as of now, with the revocation list the folder holds: re-read when the
-    /// file changed since the last look (one `stat` a call otherwise). A list that changed into
-    /// something that does not check out is ignored, and the last good one kept.
+    /// The trust decisions as of now, with the revocation list last read or adopted.
     public var trust: PeerTrust {
-        PeerTrust(credentials: credentials, revocations: current().revocations)
+        PeerTrust(credentials: credentials, revocations: state.withLockedValue { $0.revocations })
     }
 
     /// The signed revocation list to pass on to peers (in Hello); nil when the account has none.
     public var revocationListText: String? {
-        current().text
+        state.withLockedValue { $0.text }
+    }
+
+    /// Reads the folder's revocation list again if its file changed since the last look (one
+    /// `stat` otherwise). A list that changed into something that does not check out is
+    /// ignored, and the last good one kept. Blocks on the disk: call it off any event loop.
+    public func refresh() {
+        _ = current()
+    }
+
+    /// Whether `text` is this account's revocation list, signed by its CA, and newer than the
+    /// one kept: what ``adopt(revocationListText:)`` would take. Reads no file.
+    ///
+    /// - Throws: ``SecurityError`` for a list that is changed, another account's or unreadable.
+    public func isNewer(revocationListText text: String) throws -> Bool {
+        let offered = try RevocationList.verify(text, accountCertificate: credentials.accountCertificate)
+        return offered.version > state.withLockedValue { $0.revocations.version }
     }
 
     /// Takes a revocation list a peer passed on: if it is this account's, signed by its CA, and
@@ -68,8 +85,7 @@ public final class TrustStore: Sendable {
     /// written.
     @discardableResult
     public func adopt(revocationListText text: String) throws -> Bool {
-        let offered = try RevocationList.verify(text, accountCertificate: credentials.accountCertificate)
-        guard offered.version > current().revocations.version else { return false }
+        guard try isNewer(revocationListText: text) else { return false }
         // Outside the lock: this waits for the folder's lock, which another process may hold.
         guard try RevocationList.adopt(text, in: folder, accountCertificate: credentials.accountCertificate) else { return false }
         _ = current()

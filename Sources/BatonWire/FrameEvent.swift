@@ -1,7 +1,7 @@
 /// What ``FrameDecoder`` produces: a frame, or the news that one was too large to read.
 public enum FrameEvent: Sendable, Equatable {
-    /// A complete, parsed frame whose `body` is set.
-    case frame(Baton_V1_Frame)
+    /// A complete, parsed frame.
+    case frame(Frame)
     /// A frame over the receiver's ``FrameLimits/maxFrameSize``. Its payload is skipped, never
     /// buffered; this is what its first bytes showed. Answer the request it names (if any)
     /// with a "too large" status, or send Goodbye `REASON_FRAME_TOO_LARGE` and close.
@@ -65,14 +65,14 @@ public struct OversizedFrame: Sendable, Hashable, CustomStringConvertible {
     /// (at most ``peekLength`` bytes of it). Anything unreadable just leaves fields nil.
     init(length: Int, prefix: UnsafeRawBufferPointer) {
         self.init(kind: .other, length: length)
-        var outer = WireScanner(prefix)
-        guard let tag = outer.varint() else { return }
+        var outer = ProtoReader(prefix)
+        guard let tag = try? outer.varint() else { return }
         let field = tag >> 3
         fieldNumber = field
         // The body must be a length-delimited message.
         guard tag & 7 == 2 else { return }
-        let requestField: UInt64
-        var channelField: UInt64? = nil
+        let requestField: Int
+        var channelField: Int? = nil
         switch field {
         case 3: kind = .describeRequest; requestField = 1
         case 5: kind = .launchRequest; requestField = 1
@@ -80,36 +80,30 @@ public struct OversizedFrame: Sendable, Hashable, CustomStringConvertible {
         case 9: kind = .serviceRequest; requestField = 2; channelField = 1
         default: return
         }
-        guard let bodyLength = outer.varint() else { return }
-        var body = outer.remainder(upTo: bodyLength)
-        let wholeBody = UInt64(body.count) == bodyLength
+        guard let bodyLength = try? outer.varint() else { return }
+        let rest = UnsafeRawBufferPointer(rebasing: prefix[(prefix.count - outer.remaining)...])
+        let wholeBody = UInt64(rest.count) >= bodyLength
+        var body = ProtoReader(UnsafeRawBufferPointer(rebasing: rest.prefix(Int(min(bodyLength, UInt64(rest.count))))))
 
-        var highestField: UInt64 = 0
+        // Only the first bytes are here: read what they show, and stop where they end.
+        var highestField = 0
         var clean = true
-        scan: while !body.isAtEnd {
-            guard let fieldTag = body.varint(), fieldTag >> 3 != 0 else {
+        while !body.isAtEnd {
+            guard let f = try? body.nextField() else {
                 clean = false
                 break
             }
-            let number = fieldTag >> 3
-            highestField = max(highestField, number)
-            switch fieldTag & 7 {
-            case 0:
-                guard let value = body.varint() else {
+            highestField = max(highestField, f.number)
+            if f.wireType == 0 {
+                guard let value = try? body.varint() else {
                     clean = false
-                    break scan
+                    break
                 }
-                if number == requestField { requestID = value }
-                if number == channelField { channelID = value }
-            case 1:
-                guard body.skip(8) else { clean = false; break scan }
-            case 2:
-                guard let n = body.varint(), body.skip(n) else { clean = false; break scan }
-            case 5:
-                guard body.skip(4) else { clean = false; break scan }
-            default:
+                if f.number == requestField { requestID = value }
+                if f.number == channelField { channelID = value }
+            } else if (try? body.skip(f.wireType)) == nil {
                 clean = false
-                break scan
+                break
             }
         }
         // proto3 omits zero: a later field (or the body's clean end) without the id means 0.
@@ -117,43 +111,5 @@ public struct OversizedFrame: Sendable, Hashable, CustomStringConvertible {
         if let channelField, channelID == nil, highestField > channelField || (wholeBody && clean) {
             channelID = 0
         }
-    }
-}
-
-/// Reads protobuf wire-format pieces from a few bytes, returning nil instead of failing.
-struct WireScanner {
-    private let bytes: UnsafeRawBufferPointer
-    private var index: Int
-
-    init(_ bytes: UnsafeRawBufferPointer) {
-        self.bytes = bytes
-        self.index = 0
-    }
-
-    var isAtEnd: Bool { index >= bytes.count }
-    var count: Int { bytes.count - index }
-
-    mutating func varint() -> UInt64? {
-        guard index < bytes.count else { return nil }
-        let rest = UnsafeRawBufferPointer(rebasing: bytes[index...])
-        guard case .value(let value, let length) = Varint.peek(rest) else { return nil }
-        index += length
-        return value
-    }
-
-    /// Skips `n` bytes; false (skipping what there is) if fewer remain.
-    mutating func skip(_ n: UInt64) -> Bool {
-        guard n <= UInt64(count) else {
-            index = bytes.count
-            return false
-        }
-        index += Int(n)
-        return true
-    }
-
-    /// A scanner over the next `n` bytes, or all that remain if fewer.
-    func remainder(upTo n: UInt64) -> WireScanner {
-        let end = n <= UInt64(count) ? index + Int(n) : bytes.count
-        return WireScanner(UnsafeRawBufferPointer(rebasing: bytes[index..<end]))
     }
 }

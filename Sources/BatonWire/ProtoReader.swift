@@ -8,11 +8,11 @@ import NIOCore
 /// Reads protobuf's binary format from bytes that stay put while it reads, by proto3's rules:
 /// fields in any order, unknown fields skipped, the last of a repeated scalar wins, a repeated
 /// message field merges. Every malformation is a ``ProtoReader/Malformed`` naming it.
-struct ProtoReader {
+package struct ProtoReader {
     /// Why bytes are not a message.
-    struct Malformed: Error, CustomStringConvertible {
-        var description: String
-        init(_ description: String) { self.description = description }
+    package struct Malformed: Error, CustomStringConvertible {
+        package var description: String
+        package init(_ description: String) { self.description = description }
     }
 
     private let base: UnsafeRawPointer?
@@ -23,20 +23,23 @@ struct ProtoReader {
 
     /// Enough for Values nested past their own limit of 64, so those get `validate`'s error
     /// naming the path: each Value level costs 2 (Array, Value) or 3 (Dictionary, Entry, Value).
-    static let maxDepth = 256
+    package static let maxDepth = 256
 
-    init(_ bytes: UnsafeRawBufferPointer, depth: Int = 0) {
+    package init(_ bytes: UnsafeRawBufferPointer, depth: Int = 0) {
         self.base = bytes.baseAddress
         self.index = 0
         self.end = bytes.count
         self.depth = depth
     }
 
-    var isAtEnd: Bool { index >= end }
+    package var isAtEnd: Bool { index >= end }
+
+    /// How many bytes are left to read.
+    package var remaining: Int { end - index }
 
     /// The next field's number and wire type, or nil at the end.
     @inline(__always)
-    mutating func nextField() throws(Malformed) -> (number: Int, wireType: UInt64)? {
+    package mutating func nextField() throws(Malformed) -> (number: Int, wireType: UInt64)? {
         guard index < end else { return nil }
         let key = try varint()
         let number = key >> 3
@@ -45,7 +48,7 @@ struct ProtoReader {
     }
 
     @inline(__always)
-    mutating func varint() throws(Malformed) -> UInt64 {
+    package mutating func varint() throws(Malformed) -> UInt64 {
         guard let base else { throw Malformed("truncated varint") }
         var value: UInt64 = 0
         var shift: UInt64 = 0
@@ -60,7 +63,7 @@ struct ProtoReader {
         throw Malformed(shift >= 70 ? "varint longer than 10 bytes" : "truncated varint")
     }
 
-    mutating func fixed64() throws(Malformed) -> UInt64 {
+    package mutating func fixed64() throws(Malformed) -> UInt64 {
         guard let base, end - index >= 8 else { throw Malformed("truncated fixed64") }
         let value = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
         index += 8
@@ -69,7 +72,7 @@ struct ProtoReader {
 
     /// The bytes of a length-delimited field, valid as long as the reader's.
     @inline(__always)
-    mutating func lengthDelimited() throws(Malformed) -> UnsafeRawBufferPointer {
+    package mutating func lengthDelimited() throws(Malformed) -> UnsafeRawBufferPointer {
         let length = try varint()
         guard length <= UInt64(end - index), let base else {
             if length == 0 { return UnsafeRawBufferPointer(start: nil, count: 0) }
@@ -81,7 +84,7 @@ struct ProtoReader {
     }
 
     /// Skips a field of a number this side does not know.
-    mutating func skip(_ wireType: UInt64) throws(Malformed) {
+    package mutating func skip(_ wireType: UInt64) throws(Malformed) {
         switch wireType {
         case 0: _ = try varint()
         case 1: _ = try fixed64()
@@ -113,8 +116,13 @@ struct ProtoReader {
     }
 
     mutating func sint64(_ field: (number: Int, wireType: UInt64)) throws(Malformed) -> Int64 {
-        let raw = try varint()
-        return Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
+        Self.zigZag(try varint())
+    }
+
+    /// A sint64's value from its varint.
+    @inline(__always)
+    package static func zigZag(_ raw: UInt64) -> Int64 {
+        Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
     }
 
     mutating func double(_ field: (number: Int, wireType: UInt64)) throws(Malformed) -> Double {
@@ -159,8 +167,8 @@ protocol WireMessage {
 
 /// UTF-8 validation (RFC 3629: no overlongs, no surrogates, nothing past U+10FFFF), with a
 /// fast path for ASCII, which most keys and values are.
-enum UTF8Validation {
-    static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
+package enum UTF8Validation {
+    package static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var i = 0
         let n = bytes.count
         guard let base = bytes.baseAddress else { return true }

@@ -31,6 +31,11 @@ package struct ProtoWriter: ~Copyable {
         base.deallocate()
     }
 
+    /// Calls `body` with what was written.
+    func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try body(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
     /// Appends what was written to `buffer`.
     func append(to buffer: inout ByteBuffer) {
         buffer.writeBytes(UnsafeRawBufferPointer(start: base, count: count))

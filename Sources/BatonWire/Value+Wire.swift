@@ -56,14 +56,14 @@ extension Value {
     ///   `uuid must be 16 bytes, got 15`, or what ``Value/validate(path:maxDepth:)`` finds
     ///   (mixed arrays, repeated keys, nesting deeper than `maxDepth`).
     public init(wire: Baton_V1_Value, path: String = "message", maxDepth: Int = 64) throws(ValueError) {
-        var reader = WireValueReader(maxDepth: maxDepth)
-        do throws(WireValueReader.Problem) {
-            self = try reader.value(wire, depth: 0)
-        } catch {
-            throw error.valueError(below: path)
-        }
-        // Only a value the reader saw something odd in pays for the full (ordered) check.
-        if reader.suspicious { try validate(path: path, maxDepth: maxDepth) }
+        var writer = ProtoWriter()
+        wire.encode(to: &writer)
+        var builder = ValueBuilder()
+        let outcome = writer.withBytes { try? ValueReader.read(value: $0, into: &builder, mode: .lenient, path: path) }
+        if case .invalid(let error)? = outcome { throw error }
+        guard let value = builder.value else { throw ValueError(path: path, reason: "value has no kind") }
+        try value.validate(path: path, maxDepth: maxDepth)
+        self = value
     }
 }
 
@@ -71,122 +71,13 @@ extension ValueDictionary {
     /// The dictionary `wire` carries, refusing what breaks the Value rules; see
     /// ``Value/init(wire:path:maxDepth:)``. `path` names the dictionary itself.
     public init(wire: Baton_V1_Dictionary, path: String = "message", maxDepth: Int = 64) throws(ValueError) {
-        var reader = WireValueReader(maxDepth: maxDepth)
-        do throws(WireValueReader.Problem) {
-            self = try reader.dictionary(wire, depth: 0)
-        } catch {
-            throw error.valueError(below: path)
-        }
-        if reader.suspicious { try Value.dictionary(self).validate(path: path, maxDepth: maxDepth) }
-    }
-}
-
-/// Converts wire values in one pass, noting (not diagnosing) what `validate` would refuse.
-struct WireValueReader {
-    /// A refusal found while converting; the path is collected on the way out, innermost first,
-    /// so converting a good value never builds one.
-    struct Problem: Error {
-        enum Step {
-            case key(String)
-            /// 1-based.
-            case index(Int)
-        }
-        var reason: String
-        var steps: [Step] = []
-
-        func valueError(below root: String) -> ValueError {
-            var path = root
-            for step in steps.reversed() {
-                switch step {
-                case .key(let key): path = ValuePath.member(path, key)
-                case .index(let index): path = ValuePath.element(path, index)
-                }
-            }
-            return ValueError(path: path, reason: reason)
-        }
-    }
-
-    let maxDepth: Int
-    /// Set when a mixed array, a repeated key or a too-deep container was seen.
-    private(set) var suspicious = false
-
-    init(maxDepth: Int) {
-        self.maxDepth = maxDepth
-    }
-
-    mutating func value(_ wire: Baton_V1_Value, depth: Int) throws(Problem) -> Value {
-        guard let kind = wire.kind else { throw Problem(reason: "value has no kind") }
-        switch kind {
-        case .stringValue(let s): return .string(s)
-        case .intValue(let i): return .int(i)
-        case .doubleValue(let d): return .double(d)
-        case .boolValue(let b): return .bool(b)
-        case .dateValue(let microseconds): return .date(WireDate.date(microseconds))
-        case .uuidValue(let data):
-            guard data.count == 16 else { throw Problem(reason: "uuid must be 16 bytes, got \(data.count)") }
-            return .uuid(UUID(uuid: data.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }))
-        case .bytesValue(let data): return .bytes([UInt8](data))
-        case .arrayValue(let array): return .array(try self.array(array, depth: depth))
-        case .dictionaryValue(let dictionary): return .dictionary(try self.dictionary(dictionary, depth: depth))
-        }
-    }
-
-    mutating func array(_ wire: Baton_V1_Array, depth: Int) throws(Problem) -> [Value] {
-        if depth >= maxDepth { suspicious = true }
-        let elements = wire.elements
-        var items: [Value] = []
-        items.reserveCapacity(elements.count)
-        var first: Value.Kind? = nil
-        for (offset, element) in elements.enumerated() {
-            let item: Value
-            do throws(Problem) {
-                item = try value(element, depth: depth + 1)
-            } catch {
-                var problem = error
-                problem.steps.append(.index(offset + 1))
-                throw problem
-            }
-            if let first {
-                if item.kind != first { suspicious = true }
-            } else {
-                first = item.kind
-            }
-            items.append(item)
-        }
-        return items
-    }
-
-    mutating func dictionary(_ wire: Baton_V1_Dictionary, depth: Int) throws(Problem) -> ValueDictionary {
-        if depth >= maxDepth { suspicious = true }
-        let entries = wire.entries
-        var members = ValueDictionary(minimumCapacity: entries.count)
-        for entry in entries {
-            let member: Value
-            do throws(Problem) {
-                // An entry without a value is a Value with no kind.
-                guard entry.hasValue else { throw Problem(reason: "value has no kind") }
-                member = try value(entry.value, depth: depth + 1)
-            } catch {
-                var problem = error
-                problem.steps.append(.key(entry.key))
-                throw problem
-            }
-            members.appendUnchecked(entry.key, member)
-        }
-        if !suspicious, Self.hasRepeatedKey(entries, members) { suspicious = true }
-        return members
-    }
-
-    /// Whether two entries share a key: pairwise for the usual handful, hashed beyond.
-    private static func hasRepeatedKey(_ entries: [Baton_V1_Dictionary.Entry], _ members: ValueDictionary) -> Bool {
-        let n = entries.count
-        if n < 2 { return false }
-        if n > 16 { return members.firstDuplicateKey != nil }
-        for i in 1..<n {
-            let key = entries[i].key
-            for j in 0..<i where entries[j].key == key { return true }
-        }
-        return false
+        var writer = ProtoWriter()
+        wire.encode(to: &writer)
+        var builder = ValueBuilder()
+        let outcome = writer.withBytes { try? ValueReader.read(dictionary: $0, into: &builder, mode: .lenient, path: path) }
+        if case .invalid(let error)? = outcome { throw error }
+        try Value.dictionary(builder.dictionary).validate(path: path, maxDepth: maxDepth)
+        self = builder.dictionary
     }
 }
 

@@ -209,35 +209,3 @@ void baton_push_host_function(lua_State *L, void *box) {
     lua_pushlightuserdata(L, box);
     lua_pushcclosure(L, host_trampoline, 1);
 }
-
-int baton_utf8_valid(const char *s, size_t len) {
-    const unsigned char *p = (const unsigned char *)s, *end = p + len;
-    while (p < end) {
-        /* ASCII runs, eight bytes at a time. */
-        while (end - p >= 8) {
-            uint64_t w;
-            memcpy(&w, p, 8);
-            if (w & 0x8080808080808080ULL) break;
-            p += 8;
-        }
-        if (p >= end) break;
-        unsigned char c = *p;
-        if (c < 0x80) { p++; continue; }
-        size_t n;
-        uint32_t cp;
-        if (c >= 0xC2 && c <= 0xDF) { n = 2; cp = c & 0x1F; }
-        else if (c >= 0xE0 && c <= 0xEF) { n = 3; cp = c & 0x0F; }
-        else if (c >= 0xF0 && c <= 0xF4) { n = 4; cp = c & 0x07; }
-        else return 0;
-        if ((size_t)(end - p) < n) return 0;
-        for (size_t i = 1; i < n; i++) {
-            if ((p[i] & 0xC0) != 0x80) return 0;
-            cp = (cp << 6) | (p[i] & 0x3F);
-        }
-        /* No overlong forms, no surrogates, nothing past U+10FFFF. */
-        if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
-        p += n;
-    }
-    return 1;
-}

@@ -184,7 +184,7 @@ func tlsBench(baton: String, plain: DeviceAddress, message: ValueDictionary, pla
     let agent = try AgentProcess(baton: baton, insecure: false)
     defer { agent.stop() }
     let security = try agent.clientSecurity()
-    let hello = Baton_V1_Hello.with { $0.protocolVersion = 1 }
+    let hello = Hello()
     func setup(_ address: DeviceAddress, _ security: ConnectionSecurity) throws -> Double {
         let start = baton_monotonic_ns()
         let connection = try PeerConnector.connect(

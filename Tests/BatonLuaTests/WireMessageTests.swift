@@ -2,6 +2,7 @@ import BatonCore
 import BatonLua
 import BatonWire
 import NIOCore
+import SwiftProtobuf
 import Testing
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -23,21 +24,20 @@ struct WireMessageTests {
          "dates": .array([.date(Date(timeIntervalSince1970: 0))]), "d": .dictionary([:])],
     ]
 
-    /// The message's checked fields, as a connection receives them.
-    static func checkedFields(_ message: ValueDictionary) throws -> [UInt8] {
+    /// The message as a connection receives it: its checked bytes.
+    static func received(_ message: ValueDictionary) throws -> ServiceMessage {
         var bytes = ByteBuffer()
-        try FrameEncoder.encodeServiceRequest(channelID: 1, requestID: 1, message: message, into: &bytes, maxFrameSize: 1 << 20)
+        try FrameEncoder.encode(.serviceRequest(channelID: 1, requestID: 1, message: ServiceMessage(message)), into: &bytes, maxFrameSize: 1 << 20)
         var decoder = FrameDecoder()
-        guard case .serviceRequest(let request)? = try decoder.decodeConvertingMessages(buffer: &bytes, seenEOF: false),
-              let fields = request.message.withCheckedFields({ Array($0) })
+        guard case .frame(.serviceRequest(_, _, let received))? = try decoder.decode(buffer: &bytes), received.isChecked
         else { throw ValueError(path: "message", reason: "not read as checked fields") }
-        return fields
+        return received
     }
 
     @Test("the same table as from the Values, visited in the same order", arguments: messages.indices)
     func sameTable(_ index: Int) async throws {
         let message = Self.messages[index]
-        let fields = try Self.checkedFields(message)
+        let received = try Self.received(message)
         let (outcome, record) = try await runScript("""
             local function walk(v, out)
               if type(v) == "userdata" then out[#out + 1] = "userdata"; return out end
@@ -53,8 +53,7 @@ struct WireMessageTests {
             capture(fromBytes)
             """) { runtime in
             runtime.registerGlobal("both") { call in
-                let pushed = fields.withUnsafeBytes { call.runtime.pushMessage(checkedFields: $0, on: call.lua) }
-                guard pushed == true else { throw HostError.message("not pushed: \(String(describing: pushed))") }
+                guard call.runtime.push(received, on: call.lua) else { throw HostError.message("not pushed") }
                 call.runtime.push(.dictionary(message), on: call.lua)
                 return .values(2)
             }
@@ -70,7 +69,7 @@ struct WireMessageTests {
         #expect(record.values[2] == .dictionary(message))
     }
 
-    @Test("a plain message table is written as the Values read from it would be; anything else is left to them")
+    @Test("a plain message table is written as SwiftProtobuf writes the message read from it; anything else is left to the Values")
     func sameBytes() async throws {
         let (outcome, record) = try await runScript("""
             local plain = {
@@ -95,8 +94,7 @@ struct WireMessageTests {
                 let expectWritten = lua.toBool(at: 2)
                 var direct = ByteBuffer()
                 let written = try FrameEncoder.encodeServiceResponse(
-                    channelID: 1, requestID: 2, into: &direct, maxFrameSize: 1 << 20
-                ) { writer in call.runtime.encodeMessage(at: 1, on: lua, into: &writer) }
+                    channelID: 1, requestID: 2, source: call.runtime.messageSource(at: 1, on: lua), into: &direct, maxFrameSize: 1 << 20)
                 guard written == expectWritten else { throw HostError.message("written: \(written) \(lua.toInteger(at: 3) ?? 0)") }
                 guard written else {
                     guard direct.readableBytes == 0 else { throw HostError.message("bytes left behind") }
@@ -105,10 +103,16 @@ struct WireMessageTests {
                 guard case .dictionary(let message) = try call.runtime.value(at: 1, on: lua, root: "response") else {
                     throw HostError.message("not a dictionary")
                 }
-                var viaValues = ByteBuffer()
-                try FrameEncoder.encodeServiceResponse(
-                    channelID: 1, requestID: 2, status: .success, message: message, detail: "", into: &viaValues, maxFrameSize: 1 << 20)
-                guard direct == viaValues else { throw HostError.message("different bytes for \(message)") }
+                let reference: [UInt8] = try Baton_V1_Frame.with {
+                    $0.serviceResponse = .with {
+                        $0.channelID = 1
+                        $0.requestID = 2
+                        $0.status = .success
+                        $0.message = Baton_V1_Dictionary(message)
+                    }
+                }.serializedBytes()
+                _ = try Varint.read(from: &direct)
+                guard Array(direct.readableBytesView) == reference else { throw HostError.message("different bytes for \(message)") }
                 return .values(0)
             }
         }

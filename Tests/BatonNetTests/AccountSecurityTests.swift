@@ -452,11 +452,7 @@ struct AccountSecurityTests {
         let agent = try await AgentProcess.start(config: F.config, account: account)
         let agentList = AccountFixtures.folder(of: agent).file("revocations.json")
         for (list, reason) in [(tampered, "signature does not check out"), (foreign, "signature does not check out")] {
-            let hello = Baton_V1_Hello.with {
-                $0.protocolVersion = 1
-                $0.deviceName = "tamperer"
-                $0.revocationList = list
-            }
+            let hello = Hello(deviceName: "tamperer", revocationList: list)
             let connecting = PeerConnector.connect(
                 host: agent.address.host, port: agent.address.port, on: clientGroup.next(), security: tamperer.security,
                 hello: hello, logger: Logger(label: "tamperer"))

@@ -89,7 +89,7 @@ enum Fixtures {
         """#
 
     /// A service message's reply, or a failure naming the status.
-    static func message(_ reply: ServiceReplyMessage, sourceLocation: SourceLocation = #_sourceLocation) -> ValueDictionary {
+    static func message(_ reply: ServiceReply, sourceLocation: SourceLocation = #_sourceLocation) -> ValueDictionary {
         #expect(reply.status == .success, "\(reply)", sourceLocation: sourceLocation)
         return reply.message ?? [:]
     }

@@ -15,11 +15,11 @@ struct LifecycleTests {
     /// provider is running (it writes a file first).
     static func sleepingRequest(
         _ client: BatonClient, _ agent: AgentProcess, seconds: Double, tag: String
-    ) async throws -> (AppServiceConnection, EventLoopFuture<ServiceReplyMessage>) {
+    ) async throws -> (AppServiceConnection, EventLoopFuture<ServiceReply>) {
         let (channel, status, detail) = await client.openService("sleep", app: Fixtures.services, on: agent.address)
         let conn = try #require(channel, "open: \(status) \(detail)")
         let started = agent.directory.file("\(tag).started")
-        let reply: EventLoopFuture<ServiceReplyMessage> = conn.send(["seconds": .double(seconds), "started": .string(started), "tag": .string(tag)])
+        let reply: EventLoopFuture<ServiceReply> = conn.send(["seconds": .double(seconds), "started": .string(started), "tag": .string(tag)])
         let running = await eventually { FileManager.default.fileExists(atPath: started) }
         try #require(running, "the provider never started; agent log:\n\(agent.log)")
         return (conn, reply)

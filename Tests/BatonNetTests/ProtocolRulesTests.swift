@@ -156,16 +156,16 @@ struct ProtocolRulesTests {
             defer { client.shutdown() }
             let (channel, status, detail) = await client.openService("echo", app: Fixtures.services, on: agent.address)
             let conn = try #require(channel, "open: \(status) \(detail)")
-            let small: EventLoopFuture<ServiceReplyMessage> = conn.send(["blob": .string(String(repeating: "s", count: 3000))])
+            let small: EventLoopFuture<ServiceReply> = conn.send(["blob": .string(String(repeating: "s", count: 3000))])
             #expect(try await small.get().status == .success)
             // The request fits the agent's 1 MiB; the echoed reply does not fit the client's 4 KiB.
-            let big: EventLoopFuture<ServiceReplyMessage> = conn.send(["blob": .string(String(repeating: "b", count: 5000))])
+            let big: EventLoopFuture<ServiceReply> = conn.send(["blob": .string(String(repeating: "b", count: 5000))])
             let answer = await result(of: big, within: 3)
             #expect(answer != nil, "the request was never answered")
             if let reply = try answer?.get() {
                 #expect(reply.status == .messageSizeTooLarge, "\(reply)")
             }
-            let after: EventLoopFuture<ServiceReplyMessage> = conn.send(["after": .int(1)])
+            let after: EventLoopFuture<ServiceReply> = conn.send(["after": .int(1)])
             let afterAnswer = await result(of: after, within: 3)
             #expect(try afterAnswer?.get().status == .success)
         }
@@ -205,12 +205,12 @@ struct ProtocolRulesTests {
             let (channel, status, detail) = await client.openService("sleep", app: Fixtures.services, on: agent.address)
             let conn = try #require(channel, "open: \(status) \(detail)")
             let started = agent.directory.file("close.started")
-            let pending: EventLoopFuture<ServiceReplyMessage> = conn.send(["seconds": .double(5), "started": .string(started), "tag": .string("close")])
+            let pending: EventLoopFuture<ServiceReply> = conn.send(["seconds": .double(5), "started": .string(started), "tag": .string("close")])
             let running = await eventually { FileManager.default.fileExists(atPath: started) }
             try #require(running)
             conn.close()
             let answer = try #require(await result(of: pending, within: 5), "the pending request was never answered")
-            #expect(try answer.get().status == .appServiceConnectionClosed)
+            #expect(try answer.get().status == .appServiceConnectionClosed, "\(answer)")
         }
     }
 
@@ -226,10 +226,10 @@ struct ProtocolRulesTests {
             try await loop.submit {
                 conn.onRequest = { _ in
                     conn.close()
-                    return loop.scheduleTask(in: .milliseconds(200)) { ServiceReplyMessage(status: .success, message: ["late": .bool(true)]) }.futureResult
+                    return loop.scheduleTask(in: .milliseconds(200)) { ServiceReply(status: .success, message: ["late": .bool(true)]) }.futureResult
                 }
             }.get()
-            let mine: EventLoopFuture<ServiceReplyMessage> = conn.send(["question": .dictionary(["q": .string("?")]), "tag": .string("closing")])
+            let mine: EventLoopFuture<ServiceReply> = conn.send(["question": .dictionary(["q": .string("?")]), "tag": .string("closing")])
             let answer = try #require(await result(of: mine, within: 5), "the client's own request was never answered")
             #expect(try answer.get().status == .appServiceConnectionClosed)
             #expect(await recordedClose("ask:closing", client, agent) == .string("app_service_connection_closed"))
@@ -249,7 +249,7 @@ struct ProtocolRulesTests {
             try await loop.submit {
                 conn.onRequest = { _ in loop.makeFailedFuture(Refusal()) }
             }.get()
-            let reply: EventLoopFuture<ServiceReplyMessage> = conn.send(["question": .dictionary(["q": .string("?")]), "tag": .string("failing")])
+            let reply: EventLoopFuture<ServiceReply> = conn.send(["question": .dictionary(["q": .string("?")]), "tag": .string("failing")])
             let answer = await result(of: reply, within: 3)
             #expect(answer != nil, "the agent's conn:send never got an answer, so neither did the client")
             if let answer {

@@ -139,7 +139,7 @@ final class RawConnection: @unchecked Sendable {
                 if let event = try decoder.decode(buffer: &buffer) {
                     received = buffer.readBytes(length: buffer.readableBytes) ?? []
                     switch event {
-                    case .frame(let frame): return .frame(frame)
+                    case .frame(let frame): return .frame(frame.wire)
                     case .oversized(let o): return .garbage("\(o)")
                     }
                 }

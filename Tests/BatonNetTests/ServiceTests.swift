@@ -196,11 +196,11 @@ struct ServiceTests {
             try await loop.submit {
                 conn.onRequest = { message in
                     if message["refuse"] == .bool(true) {
-                        return loop.makeSucceededFuture(ServiceReplyMessage(status: .resourceLimitsExceeded, detail: "no"))
+                        return loop.makeSucceededFuture(ServiceReply(status: .resourceLimitsExceeded, detail: "no"))
                     }
                     // Answer later, from the loop, to show the reply may take its time.
                     return loop.scheduleTask(in: .milliseconds(10)) {
-                        ServiceReplyMessage(status: .success, message: ["answer": .string("pong"), "seen": .dictionary(message)])
+                        ServiceReply(status: .success, message: ["answer": .string("pong"), "seen": .dictionary(message)])
                     }.futureResult
                 }
             }.get()

@@ -291,14 +291,14 @@ struct TLSHostileTests {
         let logs = CapturedLog()
         let connection = try await PeerConnector.connect(
             host: "127.0.0.1", port: try #require(server.localAddress?.port), on: clientGroup.next(), security: phone.security,
-            expecting: PeerExpectation(deviceID: hostile.id), hello: .with { $0.protocolVersion = 1 },
+            expecting: PeerExpectation(deviceID: hostile.id), hello: Hello(),
             logger: Logger(label: "phone") { _ in logs }).get()
         #expect(try await connection.eventLoop.submit { connection.isOpen }.get(), "the connection did not stand")
         let refused = logs.lines.filter { $0.contains("refused the agent's revocation list") }
         #expect(refused.count == 1, "\(logs.lines)")
         #expect(refused.first?.contains("signature does not check out") == true, "\(refused)")
         #expect(!FileManager.default.fileExists(atPath: phone.folder.file("revocations.json")), "the phone kept the forged list")
-        try await connection.eventLoop.submit { connection.goodbye(Baton_V1_Goodbye.Reason.unknown, "done") }.get()
+        try await connection.eventLoop.submit { connection.goodbye(.unknown, "done") }.get()
     }
 
     // MARK: the command line at the wrong door

@@ -14,7 +14,7 @@ import Foundation
 struct FrameEncoderTests {
     @Test func writesVarintLengthThenPayload() throws {
         var out = ByteBuffer()
-        try FrameEncoder().encode(data: pingFrame(1), out: &out)
+        try FrameEncoder.encode(domain(pingFrame(1)), into: &out, maxFrameSize: FrameLimits.defaultMaxFrameSize)
         // Ping (field 12, length-delimited) holding nonce (field 1) = 1.
         #expect(Array(out.readableBytesView) == [0x04, 0x62, 0x02, 0x08, 0x01])
     }
@@ -23,7 +23,7 @@ struct FrameEncoderTests {
         var frame = Baton_V1_Frame()
         frame.launchRequest.uri = String(repeating: "u", count: 300)
         var out = ByteBuffer()
-        try FrameEncoder().encode(data: frame, out: &out)
+        try FrameEncoder.encode(frame, into: &out, maxFrameSize: FrameLimits.defaultMaxFrameSize)
         var copy = out
         let length = try #require(try Varint.read(from: &copy))
         #expect(Int(length) == copy.readableBytes)
@@ -32,12 +32,10 @@ struct FrameEncoderTests {
     }
 
     @Test func frameOverThePeersLimitIsRefusedAndNothingWritten() throws {
-        var frame = Baton_V1_Frame()
-        frame.serviceRequest.message = Baton_V1_Dictionary(["blob": .bytes(Array(repeating: 1, count: 2000))])
-        let encoder = FrameEncoder(limits: FrameLimits(maxFrameSize: 1024))
+        let frame = Frame.serviceRequest(channelID: 0, requestID: 0, message: ServiceMessage(["blob": .bytes(Array(repeating: 1, count: 2000))]))
         var out = ByteBuffer()
         #expect {
-            try encoder.encode(data: frame, out: &out)
+            try FrameEncoder.encode(frame, into: &out, maxFrameSize: 1024)
         } throws: { error in
             guard case .frameTooLarge(let size, let limit)? = error as? WireError else { return false }
             return size > 2000 && size < 2100 && limit == 1024
@@ -51,34 +49,34 @@ struct FrameEncoderTests {
     @Test func frameOfExactlyThePeersLimitIsSent() throws {
         let size = try framedBytes(pingFrame(1000)).count - 1
         var out = ByteBuffer()
-        try FrameEncoder(limits: FrameLimits(maxFrameSize: size)).encode(data: pingFrame(1000), out: &out)
+        try FrameEncoder.encode(domain(pingFrame(1000)), into: &out, maxFrameSize: size)
         #expect(out.readableBytes == size + 1)
         #expect(throws: WireError.frameTooLarge(size: size, limit: size - 1)) {
-            try FrameEncoder(limits: FrameLimits(maxFrameSize: size - 1)).encode(data: pingFrame(1000), out: &out)
+            try FrameEncoder.encode(domain(pingFrame(1000)), into: &out, maxFrameSize: size - 1)
         }
     }
 
     @Test func frameWithoutBodyIsRefused() {
         var out = ByteBuffer()
         #expect(throws: WireError.unsendableFrame("frame has no body")) {
-            try FrameEncoder().encode(data: Baton_V1_Frame(), out: &out)
+            try FrameEncoder.encode(Baton_V1_Frame(), into: &out, maxFrameSize: FrameLimits.defaultMaxFrameSize)
         }
         #expect(out.readableBytes == 0)
     }
 
-    @Test func encoderAndDecoderRoundTripThroughChannels() throws {
-        var launch = Baton_V1_Frame()
-        launch.launchRequest.requestID = 99
-        launch.launchRequest.uri = "https://example.org/ü"
-        launch.launchRequest.preferredAppIds = ["a", "b"]
-        launch.launchRequest.data = Baton_V1_Dictionary(["n": 1, "when": .date(Date(timeIntervalSince1970: 1))])
-        let sender = EmbeddedChannel(handler: MessageToByteHandler(FrameEncoder()))
-        try sender.writeOutbound(launch)
-        try sender.writeOutbound(pingFrame(3))
+    @Test func encoderAndDecoderRoundTripThroughAChannel() throws {
+        let request = LaunchRequest(
+            uri: "https://example.org/ü", preferredAppIDs: ["a", "b"], data: ["n": 1, "when": .date(Date(timeIntervalSince1970: 1))])
+        let frames: [Frame] = [
+            .launchRequest(requestID: 99, .success(request)), .ping(nonce: 3),
+            .serviceRequest(channelID: 1, requestID: 2, message: ServiceMessage(["k": "v"])),
+            .serviceResponse(channelID: 1, requestID: 2, reply: .success(["list": .array([1, 2])])),
+        ]
+        var bytes = ByteBuffer()
+        for frame in frames { try FrameEncoder.encode(frame, into: &bytes, maxFrameSize: FrameLimits.defaultMaxFrameSize) }
         let receiver = decodingChannel()
-        while let bytes = try sender.readOutbound(as: ByteBuffer.self) { try receiver.writeInbound(bytes) }
-        #expect(try readEvents(receiver) == [.frame(launch), .frame(pingFrame(3))])
-        #expect(try sender.finish().isClean)
+        try receiver.writeInbound(bytes)
+        #expect(try readEvents(receiver) == frames.map { .frame($0) })
         #expect(try receiver.finish().isClean)
     }
 

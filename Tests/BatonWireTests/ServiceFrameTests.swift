@@ -2,6 +2,7 @@ import BatonCore
 import BatonWire
 import Foundation
 import NIOCore
+import SwiftProtobuf
 import Testing
 
 /// Service frames take a short path both ways (Values straight to bytes and back, without the
@@ -23,29 +24,53 @@ struct ServiceFrameTests {
 
     // MARK: writing
 
-    @Test("a ServiceRequest written from Values is the generated types' bytes", arguments: messages.indices)
+    /// The bytes SwiftProtobuf writes for `frame`, framed.
+    static func reference(_ frame: Baton_V1_Frame) throws -> ByteBuffer {
+        let payload: [UInt8] = try frame.serializedBytes()
+        return withLengthPrefix(payload)
+    }
+
+    @Test("a ServiceRequest written from Values is SwiftProtobuf's bytes", arguments: messages.indices)
     func requestBytes(_ index: Int) throws {
         let message = Self.messages[index]
         var direct = ByteBuffer()
-        try FrameEncoder.encodeServiceRequest(channelID: 3, requestID: 300, message: message, into: &direct, maxFrameSize: FrameLimits.hardLimit)
-        let general = try framed(.with {
+        try FrameEncoder.encode(
+            .serviceRequest(channelID: 3, requestID: 300, message: ServiceMessage(message)), into: &direct, maxFrameSize: FrameLimits.hardLimit)
+        let general = try Self.reference(.with {
             $0.serviceRequest = .with { $0.channelID = 3; $0.requestID = 300; $0.message = Baton_V1_Dictionary(message) }
         })
         #expect(direct == general)
     }
 
-    @Test("a ServiceResponse written from Values is the generated types' bytes", arguments: messages.indices)
+    @Test("a ServiceRequest whose message came checked is written back as it came", arguments: messages.indices)
+    func checkedRequestBytes(_ index: Int) throws {
+        let message = Self.messages[index]
+        let payload = try Self.reference(.with {
+            $0.serviceRequest = .with { $0.channelID = 3; $0.requestID = 300; $0.message = Baton_V1_Dictionary(message) }
+        })
+        var input = payload
+        var decoder = FrameDecoder(limits: FrameLimits(maxFrameSize: FrameLimits.hardLimit))
+        guard case .frame(let frame)? = try decoder.decode(buffer: &input), case .serviceRequest(_, _, let checked) = frame else {
+            Issue.record("not a service request")
+            return
+        }
+        #expect(checked.isChecked)
+        var echoed = ByteBuffer()
+        try FrameEncoder.encode(frame, into: &echoed, maxFrameSize: FrameLimits.hardLimit)
+        #expect(echoed == payload)
+    }
+
+    @Test("a ServiceResponse written from Values is SwiftProtobuf's bytes", arguments: messages.indices)
     func responseBytes(_ index: Int) throws {
         let message = Self.messages[index]
-        for (status, withMessage, detail) in [(Baton_V1_ResponseStatus.success, true, ""), (.failure, false, "why"), (.success, false, "x")] {
+        for (status, withMessage, detail) in [(ResponseStatus.success, true, ""), (.failure, false, "why"), (.success, false, "x")] {
             var direct = ByteBuffer()
-            try FrameEncoder.encodeServiceResponse(
-                channelID: 0, requestID: 9, status: status, message: withMessage ? message : nil, detail: detail,
-                into: &direct, maxFrameSize: FrameLimits.hardLimit)
-            let general = try framed(.with {
+            let reply = ServiceReply(status: status, message: withMessage ? message : nil, detail: detail)
+            try FrameEncoder.encode(.serviceResponse(channelID: 0, requestID: 9, reply: reply), into: &direct, maxFrameSize: FrameLimits.hardLimit)
+            let general = try Self.reference(.with {
                 $0.serviceResponse = .with {
                     $0.requestID = 9
-                    $0.status = status
+                    $0.status = Baton_V1_ResponseStatus(status)
                     if withMessage { $0.message = Baton_V1_Dictionary(message) }
                     $0.detail = detail
                 }
@@ -58,45 +83,44 @@ struct ServiceFrameTests {
     func tooLarge() throws {
         var out = ByteBuffer()
         #expect(throws: WireError.self) {
-            try FrameEncoder.encodeServiceRequest(channelID: 1, requestID: 1, message: Self.messages[4], into: &out, maxFrameSize: 1000)
+            try FrameEncoder.encode(
+                .serviceRequest(channelID: 1, requestID: 1, message: ServiceMessage(Self.messages[4])), into: &out, maxFrameSize: 1000)
         }
         #expect(out.readableBytes == 0)
     }
 
     // MARK: reading
 
-    /// What the general path makes of `payload`: the frame, its message converted afterwards.
-    static func general(_ payload: [UInt8]) -> Result<FrameDecoder.Decoded?, WireError> {
-        var input = withLengthPrefix(payload)
-        var decoder = FrameDecoder(limits: FrameLimits(maxFrameSize: FrameLimits.hardLimit))
-        do throws(WireError) {
-            switch try decoder.decode(buffer: &input) {
-            case nil: return .success(nil)
-            case .frame(let frame)?:
-                switch frame.body {
-                case .serviceRequest(let r)?: return .success(.serviceRequest(ServiceRequestFrame(wire: r)))
-                case .serviceResponse(let r)?: return .success(.serviceResponse(ServiceResponseFrame(wire: r)))
-                default: return .success(.event(.frame(frame)))
-                }
-            case let event?: return .success(.event(event))
-            }
-        } catch {
-            return .failure(error)
-        }
+    /// How a read ended, comparable: the frame, or "malformed".
+    enum Read: Equatable {
+        case frame(Frame)
+        case malformed
     }
 
-    /// What the short path makes of `payload`.
-    static func short(_ payload: [UInt8]) -> Result<FrameDecoder.Decoded?, WireError> {
-        var input = withLengthPrefix(payload)
-        var decoder = FrameDecoder(limits: FrameLimits(maxFrameSize: FrameLimits.hardLimit))
-        do throws(WireError) {
-            return .success(try decoder.decodeConvertingMessages(buffer: &input, seenEOF: false))
-        } catch {
-            return .failure(error)
+    /// SwiftProtobuf, nesting as deep as Baton's parser does (256 messages).
+    static let deep: BinaryDecodingOptions = {
+        var options = BinaryDecodingOptions()
+        options.messageDepthLimit = 256
+        return options
+    }()
+
+    /// What SwiftProtobuf makes of `payload`, as a Baton frame.
+    static func general(_ payload: [UInt8]) -> Read {
+        guard let wire = try? Baton_V1_Frame(serializedBytes: payload, options: deep), let frame = try? Frame(wire: wire) else {
+            return .malformed
         }
+        return .frame(frame)
     }
 
-    @Test("well-formed requests and responses read the same both ways", arguments: messages.indices)
+    /// What Baton's decoder makes of `payload`.
+    static func short(_ payload: [UInt8]) -> Read {
+        var input = withLengthPrefix(payload)
+        var decoder = FrameDecoder(limits: FrameLimits(maxFrameSize: FrameLimits.hardLimit))
+        guard let event = try? decoder.decode(buffer: &input), case .frame(let frame) = event else { return .malformed }
+        return .frame(frame)
+    }
+
+    @Test("well-formed requests and responses read as SwiftProtobuf reads them", arguments: messages.indices)
     func wellFormed(_ index: Int) throws {
         let message = Self.messages[index]
         let request = try framedBytes(.with {
@@ -111,8 +135,11 @@ struct ServiceFrameTests {
             let payload = Array(buffer.readableBytesView)
             let short = Self.short(payload)
             #expect(short == Self.general(payload))
-            if case .success(.serviceRequest(let r)?) = short { #expect(r.message.values == .success(message)) }
-            if case .success(.serviceResponse(let r)?) = short { #expect(r.message == .success(message)) }
+            if case .frame(.serviceRequest(_, _, let m)) = short {
+                #expect(m.values == .success(message))
+                #expect(m.isChecked)
+            }
+            if case .frame(.serviceResponse(_, _, let reply)) = short { #expect(reply == ServiceReply(status: .success, message: message, detail: "d")) }
         }
     }
 
@@ -183,11 +210,31 @@ struct ServiceFrameTests {
         return cases
     }()
 
-    @Test("odd and malformed service frames: the same result or the same error as the general path", arguments: odd.indices)
+    @Test("odd and malformed service frames: read as SwiftProtobuf reads them, or refused as it refuses them", arguments: odd.indices)
     func oddFrames(_ index: Int) {
         let (name, payload) = Self.odd[index]
         let short = Self.short(payload), general = Self.general(payload)
         #expect(short == general, "\(name)")
+    }
+
+    @Test("fields the receiver does not know keep a request on the short path: its message stays in its checked bytes")
+    func unknownFieldsStayOnTheShortPath() {
+        let one = Self.field(1, "a")
+        let payloads = [
+            Self.request(Self.entry("k", one), head: Self.field(1, varint: 1) + Self.field(2, varint: 2) + Self.field(4, varint: 30_000)),
+            Self.request(Self.entry("k", one), head: Self.field(1, varint: 1) + Self.field(12, "a new field")),
+            Self.request(Self.entry("k", one + Self.field(15, varint: 1)) + Self.field(2, varint: 9)),
+            Self.request(Self.entry("k", one), head: Self.field(2, varint: 2) + Self.field(1, varint: 1)),
+        ]
+        for payload in payloads {
+            guard case .frame(.serviceRequest(let channel, let request, let message)) = Self.short(payload) else {
+                Issue.record("not read: \(payload)")
+                continue
+            }
+            #expect(channel == 1 && request == 2 || request == 0 || channel == 0)
+            #expect(message.isChecked, "\(payload)")
+            #expect(message.values == .success(["k": "a"]))
+        }
     }
 
     @Test("strings: well-formed UTF-8 is read, anything else (RFC 3629) is a malformed frame")
@@ -206,11 +253,11 @@ struct ServiceFrameTests {
             var decoder = FrameDecoder()
             let event = try? decoder.decode(buffer: &input)
             if valid.contains(bytes) {
-                guard case .frame(let frame)? = event else {
+                guard case .frame(.hello(let hello))? = event else {
                     Issue.record("\(bytes) refused")
                     continue
                 }
-                #expect(Array(frame.hello.deviceName.utf8) == bytes)
+                #expect(Array(hello.deviceName.utf8) == bytes)
             } else {
                 #expect(event == nil, "\(bytes) accepted")
             }

@@ -2,6 +2,11 @@ import BatonWire
 import NIOCore
 import NIOEmbedded
 
+/// `frame` as BatonWire's own frames have it (for frames that convert).
+func domain(_ frame: Baton_V1_Frame) -> Frame {
+    try! Frame(wire: frame)
+}
+
 /// Records the largest cumulation buffer a decoder was handed.
 final class BufferProbe {
     var largestReadable = 0

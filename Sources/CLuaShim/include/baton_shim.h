@@ -59,9 +59,6 @@ int baton_pcall_traceback(lua_State *L, int nargs, int nresults);
    pushes a description of the value instead. Always pushes exactly one string. */
 const char *baton_safe_tostring(lua_State *L, int idx, size_t *len);
 
-/* Whether s[0..len) is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF). */
-int baton_utf8_valid(const char *s, size_t len);
-
 /* Monotonic clock in nanoseconds. */
 int64_t baton_monotonic_ns(void);
 

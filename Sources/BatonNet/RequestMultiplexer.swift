@@ -1,0 +1,108 @@
+import BatonCore
+import BatonWire
+
+/// The bookkeeping of many conversations on one connection: this end's requests waiting for
+/// their answers, and the app-service channels open on it with whoever serves each. Plain
+/// values, no I/O; confined to its connection's loop. It never calls a waiter itself: it hands
+/// back the ``Completion``s to run, so that a waiter may send the next request at once.
+///
+/// Request ids are one space across every kind of request this end sends (the peer's are a
+/// space of their own); channel ids are chosen by the side that opens the channel.
+package struct RequestMultiplexer {
+    /// What a request's waiter is told: the answer, or why there is none.
+    package typealias Waiter = (Result<Frame, PeerConnectionError>) -> Void
+
+    /// A waiter and what to tell it; run it once the multiplexer is left.
+    package struct Completion {
+        let waiter: Waiter
+        let result: Result<Frame, PeerConnectionError>
+
+        package func run() { waiter(result) }
+    }
+
+    /// Who waits for an answer, and on which channel (for a ServiceRequest).
+    private struct Pending {
+        let channel: UInt64?
+        let waiter: Waiter
+    }
+
+    private var nextRequestID: UInt64 = 1
+    private var nextChannelID: UInt64 = 1
+    private var pending: [UInt64: Pending] = [:]
+    private var channels: [UInt64: any ServiceChannelHandler] = [:]
+
+    package init() {}
+
+    // MARK: requests
+
+    /// A fresh id for a request of this end.
+    package mutating func makeRequestID() -> UInt64 {
+        defer { nextRequestID += 1 }
+        return nextRequestID
+    }
+
+    /// A fresh id for a channel this end opens.
+    package mutating func makeChannelID() -> UInt64 {
+        defer { nextChannelID += 1 }
+        return nextChannelID
+    }
+
+    /// Waits for the answer to request `id` (on `channel`, for a ServiceRequest).
+    package mutating func await(_ id: UInt64, channel: UInt64? = nil, _ waiter: @escaping Waiter) {
+        pending[id] = Pending(channel: channel, waiter: waiter)
+    }
+
+    /// Who waits for `response`, with it; nil when nobody does.
+    package mutating func complete(_ response: Frame) -> Completion? {
+        guard let id = response.requestID, let entry = pending.removeValue(forKey: id) else { return nil }
+        return Completion(waiter: entry.waiter, result: .success(response))
+    }
+
+    /// Stops waiting for request `id`: its waiter, to be told `error`; nil when nobody waited.
+    package mutating func abandon(_ id: UInt64, _ error: PeerConnectionError) -> Completion? {
+        guard let entry = pending.removeValue(forKey: id) else { return nil }
+        return Completion(waiter: entry.waiter, result: .failure(error))
+    }
+
+    /// How many requests wait for their answers.
+    package var pendingCount: Int { pending.count }
+
+    // MARK: channels
+
+    /// Whether channel `id` is open.
+    package func isOpen(_ id: UInt64) -> Bool { channels[id] != nil }
+
+    /// Who serves channel `id`, if it is open.
+    package func handler(of id: UInt64) -> (any ServiceChannelHandler)? { channels[id] }
+
+    /// Channel `id` is open, served by `handler`.
+    package mutating func open(_ id: UInt64, handler: any ServiceChannelHandler) {
+        channels[id] = handler
+    }
+
+    /// Channel `id` closed: its handler (nil if it was not open), and the requests of this end
+    /// still waiting on it, answered `app_service_connection_closed` as the protocol says.
+    package mutating func close(_ id: UInt64) -> (handler: any ServiceChannelHandler, completions: [Completion])? {
+        guard let handler = channels.removeValue(forKey: id) else { return nil }
+        var completions: [Completion] = []
+        for (requestID, entry) in pending where entry.channel == id {
+            pending[requestID] = nil
+            completions.append(Completion(waiter: entry.waiter, result: .success(.serviceResponse(
+                channelID: id, requestID: requestID,
+                reply: ServiceReply(status: .appServiceConnectionClosed, detail: "the channel closed before the answer came")))))
+        }
+        return (handler, completions)
+    }
+
+    // MARK: the end
+
+    /// The connection is gone: every waiter, to be told `error`, and the channels that were
+    /// open, in id order, for their handlers to hear they closed.
+    package mutating func fail(_ error: PeerConnectionError) -> (completions: [Completion], channels: [(id: UInt64, handler: any ServiceChannelHandler)]) {
+        let completions = pending.values.map { Completion(waiter: $0.waiter, result: .failure(error)) }
+        pending = [:]
+        let open = channels.sorted { $0.key < $1.key }.map { (id: $0.key, handler: $0.value) }
+        channels = [:]
+        return (completions, open)
+    }
+}

@@ -1,0 +1,62 @@
+import BatonCore
+
+extension Frame {
+    /// The frame one serialized `Frame` message holds. Service frames, the hot ones, are read
+    /// straight into their message (fields in any order, unknown fields skipped, as proto3
+    /// reads); every other frame, and a service frame whose fields proto3 would merge, through
+    /// the generated types' hand-written codec.
+    ///
+    /// - Throws: ``WireError/protocolError(_:)`` for bytes that are not a `Frame`, or a frame
+    ///   with no body of a kind this side knows.
+    package init(payload: UnsafeRawBufferPointer) throws(WireError) {
+        let wire: Baton_V1_Frame
+        do throws(ProtoReader.Malformed) {
+            if let frame = try Self.serviceFrame(payload) {
+                self = frame
+                return
+            }
+            wire = try Baton_V1_Frame(wireBytes: payload)
+        } catch {
+            throw .protocolError("malformed frame of \(payload.count) bytes: \(error)")
+        }
+        self = try Frame(wire: wire)
+    }
+
+    /// A ServiceRequest or ServiceResponse frame read the short way; nil for any other frame,
+    /// or one to read the general way.
+    private static func serviceFrame(_ payload: UnsafeRawBufferPointer) throws(ProtoReader.Malformed) -> Frame? {
+        // The body must be the Frame's one field: 9 (ServiceRequest) or 10, length-delimited.
+        var outer = ProtoReader(payload)
+        guard let f = try outer.nextField(), f.number == 9 || f.number == 10, f.wireType == 2 else { return nil }
+        let body = try outer.lengthDelimited()
+        guard outer.isAtEnd else { return nil }
+        var r = ProtoReader(body, depth: 1)
+        var channelID: UInt64 = 0, requestID: UInt64 = 0, status = 0
+        var message: UnsafeRawBufferPointer? = nil
+        var detail = ""
+        // Field numbers: ServiceRequest {1 channel_id, 2 request_id, 3 message};
+        // ServiceResponse {1 channel_id, 2 request_id, 3 status, 4 message, 5 detail}.
+        let messageField = f.number == 9 ? 3 : 4
+        while let g = try r.nextField() {
+            switch (g.number, g.wireType) {
+            case (1, 0): channelID = try r.varint()
+            case (2, 0): requestID = try r.varint()
+            case (3, 0) where f.number == 10: status = try r.enumValue(g)
+            case (messageField, 2):
+                // Seen twice, the two merge: the general way reads that.
+                guard message == nil else { return nil }
+                message = try r.lengthDelimited()
+            case (5, 2) where f.number == 10: detail = try r.string(g)
+            default: try r.skip(g.wireType)
+            }
+        }
+        let fields = message ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        if f.number == 9 {
+            return .serviceRequest(channelID: channelID, requestID: requestID, message: try ServiceMessage(fields: fields, units: 2))
+        }
+        let replyStatus = ResponseStatus(wire: Baton_V1_ResponseStatus(rawValue: status) ?? .unknown)
+        let values = replyStatus == .success ? try ValueReader.values(ofDictionary: fields) : .success([:])
+        return .serviceResponse(
+            channelID: channelID, requestID: requestID, reply: ServiceReply(status: replyStatus, message: values, detail: detail))
+    }
+}
