@@ -70,7 +70,7 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
     /// A connection over `link`, which must not have started yet (make the connection its
     /// session): a client that says `hello` once the link is established, or a server (`hello`
     /// nil). `trustStore` is nil on a plaintext link.
-    init(
+    package init(
         role: Role, link: any Link, hello: Hello? = nil, limits: FrameLimits = FrameLimits(), timing: Timing = Timing(),
         trustStore: TrustStore? = nil, delegate: (any PeerConnectionDelegate)? = nil, logger: Logger
     ) {
