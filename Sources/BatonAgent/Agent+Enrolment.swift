@@ -11,9 +11,10 @@ import Foundation
 
 extension Agent {
     /// Answers a device joining with an invite code (`baton account invite` on this device):
-    /// redeems the code once (not when the device would be refused anyway), and issues a certificate of this account for the id and key the
-    /// caller proved in the TLS handshake (the request must name the same). Refusals are logged
-    /// without the code.
+    /// redeems the code once (not when the device would be refused anyway), and issues a
+    /// certificate of this account for the id and key the caller proved in the TLS handshake
+    /// (the request must name the same; its key as DER SubjectPublicKeyInfo, or the bare point
+    /// older Baton clients send). Refusals are logged without the code.
     func enrol(_ request: Baton_V1_JoinRequest, caller: PeerIdentity?, from peer: String) -> Baton_V1_JoinResponse {
         var response = Baton_V1_JoinResponse()
         response.requestID = request.requestID
@@ -35,8 +36,11 @@ extension Agent {
         guard request.deviceID.lowercased() == id.lowercased() else {
             return refuse(.refused, "the request names device \(request.deviceID.prefix(40)), not the caller's \(id)")
         }
-        guard Array(request.publicKey) == Array(publicKey.subjectPublicKeyInfoBytes),
-              P256.Signing.PublicKey(publicKey) != nil else {
+        // DER SubjectPublicKeyInfo, or the bare point older Baton clients send (JoinKey).
+        guard let requested = JoinKey.decode(Array(request.publicKey)) else {
+            return refuse(.refused, "the request's public_key is not a P-256 key in DER SubjectPublicKeyInfo")
+        }
+        guard requested == publicKey else {
             return refuse(.refused, "the request's key is not the P-256 key the caller's certificate holds")
         }
         let name = request.deviceName.isEmpty ? id : request.deviceName

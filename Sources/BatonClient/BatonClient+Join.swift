@@ -45,10 +45,14 @@ public struct JoinGrant: Sendable {
 extension BatonClient {
     /// Asks the agent at `address` to enrol this device with `code`. The TLS handshake proves
     /// the agent's account matches the fingerprint the code carries before the code's secret
-    /// is sent; the agent's certificate may belong to any device of that account.
+    /// is sent; the agent's certificate may belong to any device of that account. The key goes
+    /// as DER SubjectPublicKeyInfo (``JoinKey/encode(_:)``).
     public func join(
         _ code: InviteCode, at address: DeviceAddress, deviceID: String, deviceName: String, publicKey: Certificate.PublicKey
     ) -> EventLoopFuture<JoinGrant> {
+        // The key as the protocol asks for it: DER SubjectPublicKeyInfo.
+        let spki: [UInt8]
+        do { spki = try JoinKey.encode(publicKey) } catch { return eventLoop.makeFailedFuture(error) }
         let hello = Baton_V1_Hello.with {
             $0.protocolVersion = 1
             $0.deviceID = deviceID
@@ -73,7 +77,7 @@ extension BatonClient {
                 $0.inviteSecret = Data(code.secret)
                 $0.deviceID = deviceID
                 $0.deviceName = deviceName
-                $0.publicKey = Data(publicKey.subjectPublicKeyInfoBytes)
+                $0.publicKey = Data(spki)
             }
             return connection.join(request).always { _ in
                 connection.goodbye(.unknown, "joined")
