@@ -181,7 +181,9 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // A hand-made connection (PeerConnector) takes a logger.
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // The Python client the protocol interop test runs (ProtocolInteropTests).
+            exclude: ["Interop"]
         ),
         .testTarget(
             name: "BatonAgentTests",

@@ -38,3 +38,32 @@ ensure_zeroconf() {
     || python3 -m pip install -q --break-system-packages zeroconf
   python3 -c 'import zeroconf'
 }
+
+# ensure_protocol_client makes the protocol interop test's Python client runnable (see
+# Tests/BatonNetTests/ProtocolInteropTests.swift): `protoc` (Debian's protobuf-compiler, 3.21
+# on bookworm) generates it from Protocol/baton.proto at test time; pip's protobuf runs what
+# that protoc generates (4.21, its own release, and later: tried with 4.21.12 and 7.36.2; the
+# bound keeps out a major release no one has tried); cryptography (40 or later, for
+# verify_directly_issued_by) makes its key and certificate. The client needs Python 3.10 or
+# later, whose ssl module reads the agent's certificate chain.
+ensure_protocol_client() {
+  ensure_packages protobuf-compiler
+  command -v python3 >/dev/null 2>&1 || ensure_packages python3
+  if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+    echo "the protocol interop test needs Python 3.10 or later; python3 is $(python3 --version 2>&1)" >&2
+    return 1
+  fi
+  local wanted=("protobuf>=4.21,<8" "cryptography>=40")
+  local check='
+import sys
+import google.protobuf, cryptography
+def version(text): return tuple(int(part) for part in text.split(".")[:2])
+sys.exit(not ((4, 21) <= version(google.protobuf.__version__) < (8, 0) and version(cryptography.__version__) >= (40, 0)))'
+  python3 -c "$check" 2>/dev/null && return 0
+  python3 -m pip --version >/dev/null 2>&1 || ensure_packages python3-pip
+  echo "==> installing ${wanted[*]} (pip)" >&2
+  # Debian's own python3 refuses pip installs into it (PEP 668) unless told otherwise.
+  python3 -m pip install -q "${wanted[@]}" 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages "${wanted[@]}"
+  python3 -c "$check"
+}

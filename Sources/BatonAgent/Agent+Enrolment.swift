@@ -11,10 +11,11 @@ import Foundation
 
 extension Agent {
     /// Answers a device joining with an invite code (`baton account invite` on this device):
-    /// redeems the code once (not when the device would be refused anyway), and issues a certificate of this account for the id and key the
-    /// caller proved in the TLS handshake (the request must name the same). Refusals are logged
-    /// without the code.
-    /// Blocks on the account's folder: call it off the event loop.
+    /// redeems the code once (not when the device would be refused anyway), and issues a
+    /// certificate of this account for the id and key the caller proved in the TLS handshake
+    /// (the request must name the same; its key as DER SubjectPublicKeyInfo, or the bare point
+    /// older Baton clients send). Refusals are logged without the code. Blocks on the account's
+    /// folder: call it off the event loop.
     func enrol(_ request: JoinRequest, store: TrustStore?, caller: PeerIdentity?, from peer: String) -> JoinAnswer {
         func refuse(_ status: JoinStatus, _ why: String) -> JoinAnswer {
             logger.warning("refused a device joining the account", metadata: ["peer": "\(peer)", "reason": "\(why)"])
@@ -32,8 +33,11 @@ extension Agent {
         guard request.deviceID.lowercased() == id.lowercased() else {
             return refuse(.refused, "the request names device \(request.deviceID.prefix(40)), not the caller's \(id)")
         }
-        guard request.publicKey == Array(publicKey.subjectPublicKeyInfoBytes),
-              P256.Signing.PublicKey(publicKey) != nil else {
+        // DER SubjectPublicKeyInfo, or the bare point older Baton clients send (JoinKey).
+        guard let requested = JoinKey.decode(request.publicKey) else {
+            return refuse(.refused, "the request's public_key is not a P-256 key in DER SubjectPublicKeyInfo")
+        }
+        guard requested == publicKey else {
             return refuse(.refused, "the request's key is not the P-256 key the caller's certificate holds")
         }
         let name = request.deviceName.isEmpty ? id : request.deviceName

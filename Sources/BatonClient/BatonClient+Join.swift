@@ -45,10 +45,14 @@ public struct JoinGrant: Sendable {
 extension BatonClient {
     /// Asks the agent at `address` to enrol this device with `code`. The TLS handshake proves
     /// the agent's account matches the fingerprint the code carries before the code's secret
-    /// is sent; the agent's certificate may belong to any device of that account.
+    /// is sent; the agent's certificate may belong to any device of that account. The key goes
+    /// as DER SubjectPublicKeyInfo (``JoinKey/encode(_:)``).
     public func join(
         _ code: InviteCode, at address: DeviceAddress, deviceID: String, deviceName: String, publicKey: Certificate.PublicKey
     ) -> EventLoopFuture<JoinGrant> {
+        // The key as the protocol asks for it: DER SubjectPublicKeyInfo.
+        let spki: [UInt8]
+        do { spki = try JoinKey.encode(publicKey) } catch { return eventLoop.makeFailedFuture(error) }
         let hello = Hello(deviceID: deviceID, deviceName: deviceName)
         let connecting = PeerConnector.connect(
             host: address.host, port: address.port, on: eventLoop, security: options.security,
@@ -65,8 +69,7 @@ extension BatonClient {
                 connection.goodbye(.unknown, "no account")
                 return self.eventLoop.makeFailedFuture(JoinError.wrongAccount("the agent at \(address) presented no account"))
             }
-            let request = JoinRequest(
-                inviteSecret: code.secret, deviceID: deviceID, deviceName: deviceName, publicKey: Array(publicKey.subjectPublicKeyInfoBytes))
+            let request = JoinRequest(inviteSecret: code.secret, deviceID: deviceID, deviceName: deviceName, publicKey: spki)
             return connection.join(request).always { _ in
                 connection.goodbye(.unknown, "joined")
             }.flatMapErrorThrowing { error in

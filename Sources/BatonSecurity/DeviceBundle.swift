@@ -26,19 +26,23 @@ public struct DeviceBundle: Sendable {
         return DeviceBundle(deviceID: id, name: name, accountCertificate: authority.certificate, certificate: certificate, key: key)
     }
 
-    /// The bundle as text (JSON with PEM blocks).
+    /// The bundle as text: a JSON object of `format` (`"baton-device-bundle"`), `version` (1),
+    /// `device_id`, `name`, and `account_certificate`, `device_certificate` and `device_key` as
+    /// PEM blocks (the key PKCS #8), each ending in a newline so that they concatenate into a
+    /// PEM file as they are.
     public func serialized() throws -> String {
         JSON.object([
             .init("format", .string(Self.format)), .init("version", .int(1)),
             .init("device_id", .string(deviceID)), .init("name", .string(name)),
-            .init("account_certificate", .string(try accountCertificate.serializeAsPEM().pemString)),
-            .init("device_certificate", .string(try certificate.serializeAsPEM().pemString)),
-            .init("device_key", .string(try key.serializeAsPEM().pemString)),
+            .init("account_certificate", .string(try accountCertificate.serializeAsPEM().pemString + "\n")),
+            .init("device_certificate", .string(try certificate.serializeAsPEM().pemString + "\n")),
+            .init("device_key", .string(try key.serializeAsPEM().pemString + "\n")),
         ]).serialized(pretty: true) + "\n"
     }
 
     /// Reads a bundle and checks it: the certificate is the account's, names the id, and goes
-    /// with the key. Errors say what is wrong, never what the key is.
+    /// with the key. PEM blocks are read with or without their final newline (device files
+    /// written by earlier versions have none). Errors say what is wrong, never what the key is.
     public static func parse(_ text: String) throws -> DeviceBundle {
         guard let json = try? JSON.parse(text), json["format"]?.stringValue == format else {
             throw SecurityError.damaged("not a device file made by baton account export-device")

@@ -7,8 +7,8 @@ import X509
 public struct PeerIdentity: Sendable, Equatable {
     /// `.sameAccount` for a device our account's CA issued; `.anonymous` for anyone else.
     public var authorization: AuthorizationKind
-    /// The device id its certificate names (lower case); nil for an anonymous peer whose chain
-    /// vouches for no device.
+    /// The device id its certificate names as a `urn:uuid:` URI (lower case); nil when it names
+    /// none. For an anonymous peer it is the peer's own claim: no account of ours vouches for it.
     public var deviceID: String?
     /// The account whose CA issued its certificate; nil for an anonymous peer whose chain names
     /// no CA that signed it.

@@ -24,8 +24,11 @@ public struct PeerTrust: Sendable {
 
     /// The agent's decision about a caller. A device certificate our account issued, valid at
     /// `now` and not revoked, makes the caller `.sameAccount` with its id. Anything else valid is
-    /// `.anonymous`, with the device id and account filled in when the chain's second
-    /// certificate is a CA that signed the first, nil otherwise. Throws
+    /// `.anonymous` (a self-signed certificate, another account's, anyone's): the device id is
+    /// the leaf's `urn:uuid:` URI, if it names one (the caller's own claim, backed only by the
+    /// key it proved it holds, as it would be under a CA the caller made itself), and the
+    /// account is filled in when the chain's second certificate is a CA that signed the first,
+    /// nil otherwise. Throws
     /// ``SecurityError/refused(_:)`` for no chain or one that cannot be read, a leaf that
     /// expired or is not valid yet, and a certificate of our account that is revoked or is not
     /// a device's: those callers are not served at all, not even anonymously.
@@ -37,7 +40,7 @@ public struct PeerTrust: Sendable {
             return PeerIdentity(authorization: .anonymous, deviceID: DeviceCertificate.deviceID(of: leaf),
                                 account: AccountFingerprint(der: chain[1]), publicKey: leaf.publicKey)
         }
-        return PeerIdentity(authorization: .anonymous, deviceID: nil, account: nil, publicKey: leaf.publicKey)
+        return PeerIdentity(authorization: .anonymous, deviceID: DeviceCertificate.deviceID(of: leaf), account: nil, publicKey: leaf.publicKey)
     }
 
     /// The client's check that the agent it dialled is the device it meant: its chain valid at

@@ -43,6 +43,41 @@ struct EnrolmentTests {
         }
     }
 
+    @Test("a device file holds the fields the README lists, each PEM block ending in a newline; older files without one still read")
+    func deviceFileFieldsAndPEMNewlines() throws {
+        try withFolder { home in
+            let owner = try DeviceCredentials.loadOrCreate(in: home, deviceName: "Laptop")
+            let bundle = try owner.exportDevice(named: "TV", in: home)
+            let text = try bundle.serialized()
+            let json = try JSON(text)
+            #expect(Set(json.keys) == ["format", "version", "device_id", "name", "account_certificate", "device_certificate", "device_key"])
+            #expect(json["format"] as? String == "baton-device-bundle")
+            #expect(json["version"] as? Int == 1)
+            #expect(json["device_id"] as? String == bundle.deviceID)
+            #expect(json["name"] as? String == "TV")
+            let device = try #require(json["device_certificate"] as? String)
+            let account = try #require(json["account_certificate"] as? String)
+            let key = try #require(json["device_key"] as? String)
+            #expect(device.hasPrefix("-----BEGIN CERTIFICATE-----\n") && device.hasSuffix("-----END CERTIFICATE-----\n"))
+            #expect(account.hasPrefix("-----BEGIN CERTIFICATE-----\n") && account.hasSuffix("-----END CERTIFICATE-----\n"))
+            #expect(key.hasPrefix("-----BEGIN PRIVATE KEY-----\n") && key.hasSuffix("-----END PRIVATE KEY-----\n"))
+            // Concatenated as they are, they make a chain file: every marker on a line of its own.
+            let chain = device + account
+            #expect(chain.split(separator: "\n").filter { $0.hasPrefix("-----") }.count == 4)
+            #expect(!chain.contains("----------"))
+            #expect(try DeviceBundle.parse(text).deviceID == bundle.deviceID)
+
+            // A file written before the fix, without the newlines, reads the same.
+            let old = text.replacingOccurrences(of: #"-----\n""#, with: #"-----""#)
+            #expect(old != text)
+            #expect(try (JSON(old)["device_key"] as? String)?.hasSuffix("-----END PRIVATE KEY-----") == true)
+            let read = try DeviceBundle.parse(old)
+            #expect(read.deviceID == bundle.deviceID)
+            #expect(read.certificate == bundle.certificate)
+            #expect(read.key.publicKey == bundle.key.publicKey)
+        }
+    }
+
     @Test func damagedDeviceFilesAreRefusedWithoutSayingTheKey() throws {
         try withFolder { home in
             let owner = try DeviceCredentials.loadOrCreate(in: home, deviceName: "Laptop")

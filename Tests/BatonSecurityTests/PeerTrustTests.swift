@@ -63,10 +63,33 @@ struct ClassifyCallerTests {
             #expect(identity.authorization == .anonymous)
             #expect(identity.deviceID == t.stranger.deviceID)
             #expect(identity.account == t.stranger.fingerprint)
-            // Without its CA, or with ours beside it (which did not sign it), it vouches for nothing.
+            // Without its CA, or with ours beside it (which did not sign it), no account vouches
+            // for it: the id is the certificate's own claim.
             for presented in [[try der(t.stranger.certificate)], [try der(t.stranger.certificate), try der(t.owner.accountCertificate)]] {
-                #expect(try t.trust.classifyCaller(chain: presented) == PeerIdentity(authorization: .anonymous, deviceID: nil, account: nil, publicKey: t.stranger.certificate.publicKey))
+                #expect(try t.trust.classifyCaller(chain: presented) == PeerIdentity(authorization: .anonymous, deviceID: t.stranger.deviceID, account: nil, publicKey: t.stranger.certificate.publicKey))
             }
+        }
+    }
+
+    @Test func aSelfSignedCertificateIsAnonymousWithTheIdItsURINames() throws {
+        try TwoAccounts.with { t in
+            let key = Certificate.PrivateKey(P256.Signing.PrivateKey())
+            let name = try DistinguishedName { CommonName("a client of no account") }
+            let id = UUID().uuidString
+            func selfSigned(_ names: SubjectAlternativeNames?) throws -> Certificate {
+                try Certificate(
+                    version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: key.publicKey,
+                    notValidBefore: Date() - 60, notValidAfter: Date() + 3600, issuer: name, subject: name,
+                    signatureAlgorithm: .ecdsaWithSHA256,
+                    extensions: try Certificate.Extensions {
+                        if let names { names }
+                    },
+                    issuerPrivateKey: key)
+            }
+            let named = try selfSigned(SubjectAlternativeNames([.uniformResourceIdentifier("urn:uuid:" + id)]))
+            #expect(try t.trust.classifyCaller(chain: [der(named)]) == PeerIdentity(authorization: .anonymous, deviceID: id.lowercased(), account: nil, publicKey: key.publicKey))
+            let nameless = try selfSigned(nil)
+            #expect(try t.trust.classifyCaller(chain: [der(nameless)]) == PeerIdentity(authorization: .anonymous, deviceID: nil, account: nil, publicKey: key.publicKey))
         }
     }
 

@@ -14,8 +14,12 @@
 //
 // TRANSPORT AND FRAMING
 //   A connection is one TCP stream carrying TLS 1.3 with certificates on both ends (plaintext
-//   only between loopback addresses, when both sides were started with --insecure). Each
-//   direction carries a sequence of frames. A frame is:
+//   only between loopback addresses, when both sides were started with --insecure). TLS 1.2
+//   and below are refused, and so is a client that presents no certificate. There is no
+//   hostname check and no web PKI: certificates name devices, not hosts (see ACCOUNTS for what
+//   each side checks instead), so a client turns its TLS library's hostname and CA checks off
+//   and checks the agent's chain itself. Each direction carries a sequence of frames. A frame
+//   is:
 //
 //     length   unsigned varint (protobuf's base-128 encoding, least significant group first),
 //              the number of bytes that follow, 1 ... max_frame_size
@@ -34,47 +38,96 @@
 //
 //   A length prefix longer than 10 bytes, a length of 0, a length over 1 GiB, a payload that
 //   does not parse as a Frame, or a Frame whose `body` is unset or of a kind the receiver does
-//   not know is a protocol error: the receiver sends Goodbye (if it still can) and closes that
-//   connection; nothing else is affected.
+//   not know is a protocol error: the receiver sends Goodbye REASON_PROTOCOL_ERROR with a
+//   `detail` (if it still can) and closes that connection; nothing else is affected. So is any
+//   frame but Hello (HelloAck) before the handshake, and a second Hello or HelloAck after it.
 //
 // CONVERSATION
 //   1. The client sends `Hello`; the agent answers `HelloAck`. Nothing else may be sent before
-//      that exchange. An agent drops a client that says nothing within 10 s.
-//   2. Afterwards either side may send requests. Every request carries a `request_id` chosen
-//      by its sender, unique among that sender's requests still pending on the connection;
-//      it gets exactly one response carrying the same id. Ids of the two directions are
-//      separate spaces.
-//   3. App-service channels: the client opens one with `OpenService` choosing a `channel_id`
-//      (unique among its open channels). Many channels share one connection. On an open
-//      channel both sides may send `ServiceRequest`s and must answer each with one
-//      `ServiceResponse`. Either side ends a channel with `CloseService`; the other side must
-//      then answer that channel's pending requests with APP_SERVICE_CONNECTION_CLOSED.
-//   4. When a connection ends, every request pending on it is answered locally with
+//      that exchange. An agent sends Goodbye REASON_TIMEOUT to a client that has not said
+//      Hello within 10 s, and closes.
+//   2. Afterwards either side may send requests: DescribeRequest, LaunchRequest,
+//      OpenServiceRequest, ServiceRequest and JoinRequest. Each gets exactly one response of
+//      the matching kind, carrying its `request_id`. Request ids are one space per direction
+//      across every kind of request and every channel: a sender picks an id unique among all of
+//      its own requests still pending on the connection, whatever their kind, and a response is
+//      matched to its request by `request_id` alone (Baton counts 1, 2, 3, ... for all of them
+//      together). The two directions are separate spaces: the agent's ServiceRequests may carry
+//      ids the client's requests also carry.
+//   3. App-service channels: the client opens one with `OpenServiceRequest` choosing a
+//      `channel_id` unique among its open channels (an id may be used again once its channel
+//      has closed). Opening an id that is still open is answered OPEN_STATUS_UNKNOWN with a
+//      `detail`, and the open channel is left as it was. Many channels share one connection.
+//      On an open channel both sides may send `ServiceRequest`s and must answer each with one
+//      `ServiceResponse`; a ServiceRequest on a channel that is not open is answered
+//      RESPONSE_STATUS_APP_SERVICE_CONNECTION_CLOSED.
+//   4. Either side ends a channel with `CloseService`. It is not answered, and one for a
+//      channel that is not open is ignored. From then on each side takes its own requests
+//      still pending on that channel as answered RESPONSE_STATUS_APP_SERVICE_CONNECTION_CLOSED,
+//      locally, without waiting; a ServiceResponse that still arrives for one of them is
+//      ignored.
+//   5. When a connection ends, every request pending on it is answered locally with
 //      REMOTE_SYSTEM_UNAVAILABLE and every open channel is closed with CLOSED_UNKNOWN (or
 //      CLOSED_CANCELED when a `Goodbye` said the agent is shutting down).
-//   5. Keepalive: a side that has received nothing for 15 s sends `Ping`; the other answers
-//      `Pong` with the same nonce. A peer silent for 45 s is dead.
+//   6. Keepalive: a side that has received nothing for 15 s sends `Ping` (within a second of
+//      that); the other answers `Pong` with the same nonce. Anything received counts, not only
+//      Pong. A peer silent for 45 s gets Goodbye REASON_TIMEOUT and the connection is closed.
 //
 // MESSAGES
 //   Message payloads are `Dictionary` values: string keys, and values that are strings,
 //   64-bit integers, doubles, booleans, dates, UUIDs, byte strings, arrays whose elements are
 //   all of one kind, or nested dictionaries. A receiver refuses a message that breaks these
 //   rules (mixed arrays, repeated keys, a UUID that is not 16 bytes, a Value with no kind set)
-//   with the matching status; the connection lives on.
+//   with the matching status; the connection lives on. The order of a Dictionary's members
+//   carries no meaning: a receiver may reorder them (a Lua service echoes a message from a
+//   table, which has no order), so compare dictionaries as maps.
 //
 // ACCOUNTS
 //   Every device holds a P-256 key and an X.509 certificate naming its id as the URI SAN
-//   `urn:uuid:ID`, signed by its account's CA (a self-signed P-256 certificate; the account's
-//   fingerprint is the SHA-256 of its DER, advertised in DNS-SD TXT `acct`). In TLS both sides
-//   present [device certificate, account CA certificate]. A client checks that the agent's
-//   certificate names the device id discovery advertised and chains to the expected account.
-//   An agent serves a caller whose certificate its own CA signed as `same_account`, any other
-//   as `anonymous`: it may describe and reach only apps marked anonymous, and anything else
-//   gets LAUNCH_STATUS_DENIED_BY_REMOTE_SYSTEM or OPEN_STATUS_NOT_AUTHORIZED. An expired or
-//   revoked certificate of the agent's own account fails the handshake.
+//   `urn:uuid:ID` (ID a lower-case UUID), signed by its account's CA (a self-signed P-256
+//   certificate; the account's fingerprint is the SHA-256 of its DER, advertised in DNS-SD TXT
+//   `acct` as 64 lower-case hex digits). In TLS both sides present [device certificate,
+//   account CA certificate]. Certificates carry no DNS name or address, so there is no
+//   hostname check. Instead, a client checks that the agent's leaf certificate names, as its
+//   `urn:uuid:` URI SAN, the device id discovery advertised (TXT `id`), and that the chain's
+//   second certificate is a CA whose fingerprint is the expected account's and which signed
+//   the leaf.
+//   An agent serves a caller whose certificate its own CA signed as `same_account`, and any
+//   other caller with a valid certificate as `anonymous`: another account's device, or a
+//   self-signed certificate of no account at all. An anonymous caller's device id is the
+//   `urn:uuid:` URI SAN of its certificate if it has one (its own claim). An anonymous caller
+//   may describe and reach only apps marked anonymous, and anything else gets
+//   LAUNCH_STATUS_DENIED_BY_REMOTE_SYSTEM or OPEN_STATUS_NOT_AUTHORIZED. An expired or
+//   not-yet-valid certificate fails the handshake whoever issued it, and so does a revoked one
+//   of the agent's own account.
 //   A revocation list is JSON {"list": TEXT, "signature": BASE64}, TEXT being JSON
 //   {"account": HEX, "version": N, "revoked": [{"id", "serial", "revoked"}]} and the signature
 //   the CA key's ECDSA P-256/SHA-256 signature (DER) over TEXT's UTF-8 bytes.
+//
+//   Joining an account (JoinRequest): `baton account invite` on the device holding the
+//   account's CA key prints a one-time invite code, valid for a while (10 minutes unless told
+//   otherwise) and answered by that device's agent only. The code is 15 bytes:
+//
+//     bytes 0-6    the secret: 7 random bytes, sent as JoinRequest.invite_secret
+//     bytes 7-14   the first 8 bytes of the account's fingerprint
+//
+//   Taken as one string of 120 bits, most significant bit of byte 0 first, they are cut into
+//   24 groups of 5 bits, each written as one character of Crockford's base32 alphabet
+//   "0123456789ABCDEFGHJKMNPQRSTVWXYZ" (value 0 is "0", 10 is "A", 31 is "Z": no I, L, O, U),
+//   shown in upper case as six groups of four joined by "-": "7K3Q-M2XD-9HBT-0CWE-R5FA-GN1P". Read a code as people type it: drop every "-" and
+//   white space, take letters in either case, read "O" as 0 and "I" and "L" as 1; what is
+//   left must be exactly 24 characters of the alphabet ("U" is never one), else it is not a
+//   code.
+//   The joining client connects to an agent of that account presenting a certificate for its
+//   own key that names its device id as a `urn:uuid:` URI SAN (a self-signed one will do; it is
+//   served as anonymous) and, before it sends anything, checks the agent's chain as above
+//   with the code's fingerprint prefix: the second certificate is a CA whose fingerprint
+//   starts with those 8 bytes and which signed the leaf. Only then does it say Hello and send
+//   JoinRequest with the secret, that device id, a name, and its public key. The answer's
+//   device certificate is for that key and id, signed by the account's CA; from then on the
+//   device presents [that certificate, account_certificate] and is of the account. A code
+//   works once: a request the agent refuses for another reason (a revoked id, a blank name)
+//   does not use it up.
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -307,10 +360,14 @@ public nonisolated enum Baton_V1_ClosedStatus: SwiftProtobuf.Enum, Swift.CaseIte
 
 public nonisolated enum Baton_V1_JoinStatus: SwiftProtobuf.Enum, Swift.CaseIterable {
   public typealias RawValue = Int
+
+  /// The agent could not answer (it is shutting down, or failed); `detail` says why.
   case unknown // = 0
   case success // = 1
 
-  /// The code is unknown, used or expired, or the device is revoked; `detail` says which.
+  /// The code is unknown, used or expired; the device is revoked or already of the account;
+  /// the request's id or key is not its certificate's, or its name is blank. `detail` says
+  /// which.
   case refused // = 2
 
   /// This agent's device does not hold the account's key.
@@ -726,7 +783,8 @@ public nonisolated struct Baton_V1_LaunchResponse: Sendable {
   public init() {}
 }
 
-/// Opens channel `channel_id` to service `service_name` of app `app_id`.
+/// Opens channel `channel_id` to service `service_name` of app `app_id`. An id that is still
+/// open is answered OPEN_STATUS_UNKNOWN (CONVERSATION 3).
 public nonisolated struct Baton_V1_OpenServiceRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -817,7 +875,8 @@ public nonisolated struct Baton_V1_ServiceResponse: Sendable {
   fileprivate var _message: Baton_V1_Dictionary? = nil
 }
 
-/// Ends a channel. The side that closes sends COMPLETED; an agent shutting down sends CANCELED.
+/// Ends a channel (CONVERSATION 4). The side that closes sends COMPLETED; an agent shutting
+/// down sends CANCELED. It is not answered; one for a channel that is not open is ignored.
 public nonisolated struct Baton_V1_CloseService: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -832,6 +891,7 @@ public nonisolated struct Baton_V1_CloseService: Sendable {
   public init() {}
 }
 
+/// Sent by a side that has received nothing for 15 s (CONVERSATION 6).
 public nonisolated struct Baton_V1_Ping: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -844,6 +904,7 @@ public nonisolated struct Baton_V1_Ping: Sendable {
   public init() {}
 }
 
+/// The answer to a Ping: the same nonce.
 public nonisolated struct Baton_V1_Pong: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -881,7 +942,7 @@ public nonisolated struct Baton_V1_Goodbye: Sendable {
     /// A frame was over the size limit.
     case frameTooLarge // = 3
 
-    /// The peer said nothing in time.
+    /// The peer said nothing in time: no Hello within 10 s, or silence for 45 s.
     case timeout // = 4
 
     /// The protocol versions do not match.
@@ -932,8 +993,9 @@ public nonisolated struct Baton_V1_Goodbye: Sendable {
 }
 
 /// Asks an agent whose device holds the account's key to enrol the caller's device, with a
-/// one-time invite code made by `baton account invite` on that device. The caller connects as
-/// an anonymous peer and checks that the agent's account matches the fingerprint in the code.
+/// one-time invite code made by `baton account invite` on that device (the code's format and
+/// the checks before sending it: ACCOUNTS above). The caller connects as an anonymous peer and
+/// checks that the agent's account matches the fingerprint in the code.
 public nonisolated struct Baton_V1_JoinRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -941,15 +1003,19 @@ public nonisolated struct Baton_V1_JoinRequest: Sendable {
 
   public var requestID: UInt64 = 0
 
-  /// The code's secret part (7 bytes).
+  /// The code's secret part (its first 7 bytes).
   public var inviteSecret: Data = Data()
 
-  /// The joining device's id and display name.
+  /// The joining device's id: the UUID its TLS certificate names as `urn:uuid:ID` (any case).
   public var deviceID: String = String()
 
+  /// Its display name, at most 64 characters (longer is cut); empty means the id. A name of
+  /// white space only is refused.
   public var deviceName: String = String()
 
-  /// The joining device's public key, DER SubjectPublicKeyInfo (P-256).
+  /// The joining device's public key, DER SubjectPublicKeyInfo (RFC 5280) of a P-256 key: the
+  /// key of the certificate it presented in TLS. (The agent also takes the bare 65-byte
+  /// uncompressed point, 04 || X || Y, which Baton clients sent before; send SPKI.)
   public var publicKey: Data = Data()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -968,7 +1034,9 @@ public nonisolated struct Baton_V1_JoinResponse: Sendable {
 
   public var detail: String = String()
 
-  /// On success: the account's CA certificate and the new device certificate, DER.
+  /// On success: the account's CA certificate and the new device certificate, DER. The device
+  /// certificate is for the request's public key and names `urn:uuid:` + the device id (lower
+  /// case); the CA's SHA-256 starts with the code's fingerprint prefix.
   public var accountCertificate: Data = Data()
 
   public var deviceCertificate: Data = Data()
@@ -1096,7 +1164,8 @@ public nonisolated struct Baton_V1_Array: Sendable {
   public init() {}
 }
 
-/// Members with unique string keys, in the order they were written.
+/// Members with unique string keys. Their order carries no meaning: a receiver may reorder
+/// them (see MESSAGES).
 public nonisolated struct Baton_V1_Dictionary: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
