@@ -8,7 +8,7 @@ import NIOCore
 /// for the callback properties; `send` and `close` may be called from anywhere.
 public final class AppServiceConnection: ServiceChannelHandler, @unchecked Sendable {
     /// The device it is open to.
-    public let device: DeviceAddress
+    public let device: DeviceTarget
     public let app: String
     public let service: String
     /// The channel's id on its connection (0 until it is open).
@@ -22,7 +22,7 @@ public final class AppServiceConnection: ServiceChannelHandler, @unchecked Senda
     /// Nil while open.
     public private(set) var closedStatus: ClosedStatus?
 
-    init(device: DeviceAddress, app: String, service: String, connection: PeerConnection) {
+    init(device: DeviceTarget, app: String, service: String, connection: PeerConnection) {
         self.device = device
         self.app = app
         self.service = service

@@ -11,13 +11,15 @@ import Glibc
 
 /// Baton's Swift API: launch URIs on devices, describe them, and open app-service channels.
 ///
-/// One connection per device, shared by every launch and channel, opened on first use and
-/// opened again after a failure. Every failure becomes a status, never an exception:
-/// an unreachable device gives `remote_system_unavailable` within the connect timeout.
+/// A device is reached by its identity and its routes (a ``DeviceTarget``, from discovery or
+/// a bare `host:port`): one connection per device, shared by every launch and channel, opened
+/// on first use (trying its routes in order) and opened again after a failure. Every failure
+/// becomes a status, never an exception: an unreachable device gives
+/// `remote_system_unavailable` within the connect timeout.
 public final class BatonClient: @unchecked Sendable {
     /// Settings for every connection.
     public struct Options: Sendable {
-        /// How long connecting and the handshake may take.
+        /// How long connecting and the handshake may take, per route.
         public var connectTimeout: TimeAmount = .seconds(3)
         /// The largest frame this side accepts.
         public var limits = FrameLimits()
@@ -27,9 +29,9 @@ public final class BatonClient: @unchecked Sendable {
         public var timing = PeerConnection.Timing()
         /// Mutual TLS with this device's certificate, or plaintext to loopback agents only.
         public var security = ConnectionSecurity.insecure
-        /// The account an agent must prove when no expectation was registered for its
-        /// address (``BatonClient/expect(_:at:)``, which discovery does): this device's own by
-        /// default, `.anyAccount` to reach other accounts' anonymous apps by address.
+        /// The account an agent must prove when the target names none (a bare `host:port`):
+        /// this device's own by default, `.anyAccount` to reach other accounts' anonymous apps
+        /// by address.
         public var unlistedAgents = AgentExpectation.ownAccount
         public init() {}
     }
@@ -38,15 +40,13 @@ public final class BatonClient: @unchecked Sendable {
     public let eventLoop: any EventLoop
     public let options: Options
     let logger: Logger
-    private var connections: [DeviceAddress: Slot] = [:]
+    /// Connections by ``DeviceTarget/connectionKey``.
+    private var connections: [String: Slot] = [:]
 
     private enum Slot {
         case connecting(EventLoopFuture<PeerConnection>)
         case connected(PeerConnection)
     }
-    /// What the agent at each address must prove to be; addresses not here must be a device
-    /// of this account.
-    private var expectations: [DeviceAddress: PeerExpectation] = [:]
 
     public init(eventLoop: any EventLoop, options: Options = Options(), logger: Logger = Logger(label: "baton.client")) {
         self.eventLoop = eventLoop
@@ -54,39 +54,48 @@ public final class BatonClient: @unchecked Sendable {
         self.logger = logger
     }
 
-    /// Expects the agent at `address` to be `expectation` (the device and account discovery
-    /// advertised there) on the next connection to it. Call on the loop.
-    public func expect(_ expectation: PeerExpectation, at address: DeviceAddress) {
-        eventLoop.preconditionInEventLoop()
-        expectations[address] = expectation
-    }
-
     /// The connection to `device`, opened if there is none open.
-    func connection(to device: DeviceAddress) -> EventLoopFuture<PeerConnection> {
+    func connection(to device: DeviceTarget) -> EventLoopFuture<PeerConnection> {
         guard eventLoop.inEventLoop else { return eventLoop.flatSubmit { self.connection(to: device) } }
-        switch connections[device] {
+        let key = device.connectionKey
+        switch connections[key] {
         case .connecting(let future): return future // share it
         case .connected(let connection) where connection.isOpen: return eventLoop.makeSucceededFuture(connection)
         default: break
         }
-        let hello = Hello(deviceID: options.deviceID, deviceName: options.deviceName)
-        let future = PeerConnector.connect(
-            host: device.host, port: device.port, on: eventLoop, security: options.security,
-            expecting: expectations[device] ?? PeerExpectation(account: options.unlistedAgents), hello: hello,
-            connectTimeout: options.connectTimeout, limits: options.limits, timing: options.timing, logger: logger)
-        connections[device] = .connecting(future)
+        let future = connect(device, routes: device.routes[...])
+        connections[key] = .connecting(future)
         future.whenComplete { [self] result in
             if case .success(let connection) = result {
-                connections[device] = .connected(connection)
+                connections[key] = .connected(connection)
             } else {
-                connections[device] = nil
+                connections[key] = nil
             }
         }
         return future
     }
 
+    /// Tries `routes` in order until one connects; the last failure when none does. A route
+    /// that answers as another device, or is refused, ends the search: its error stands.
+    private func connect(_ device: DeviceTarget, routes: ArraySlice<DeviceRoute>) -> EventLoopFuture<PeerConnection> {
+        guard let route = routes.first, case .tcp(let address) = route else {
+            return eventLoop.makeFailedFuture(BatonClientError.unreachable("\(device): no route to it is known"))
+        }
+        let hello = Hello(deviceID: options.deviceID, deviceName: options.deviceName)
+        let attempt = PeerConnector.connect(
+            host: address.host, port: address.port, on: eventLoop, security: options.security,
+            expecting: device.expectation(unlisted: options.unlistedAgents), hello: hello,
+            connectTimeout: options.connectTimeout, limits: options.limits, timing: options.timing, logger: logger)
+        guard routes.count > 1 else { return attempt }
+        return attempt.flatMapError { [self] error in
+            if error is PeerConnectionError { return eventLoop.makeFailedFuture(error) }
+            logger.debug("route failed, trying the next", metadata: ["route": "\(route)", "error": "\(error)"])
+            return connect(device, routes: routes.dropFirst())
+        }
+    }
+
     /// Launches `request` on `device`; the status and, if not `success`, why.
-    public func launch(_ request: LaunchRequest, on device: DeviceAddress) -> EventLoopFuture<(LaunchStatus, String)> {
+    public func launch(_ request: LaunchRequest, on device: DeviceTarget) -> EventLoopFuture<(LaunchStatus, String)> {
         connection(to: device).flatMap { $0.launch(request) }.recover { error in
             switch error as? PeerConnectionError {
             case .tooLarge(let size, let limit)?:
@@ -101,13 +110,8 @@ public final class BatonClient: @unchecked Sendable {
         }
     }
 
-    /// As ``launch(_:on:)``, with async/await.
-    public func launch(_ request: LaunchRequest, on device: DeviceAddress) async -> (LaunchStatus, String) {
-        (try? await launch(request, on: device).get()) ?? (.unknown, "")
-    }
-
     /// The device and its apps.
-    public func describe(_ device: DeviceAddress) -> EventLoopFuture<(DeviceInfo, [AppInfo])> {
+    public func describe(_ device: DeviceTarget) -> EventLoopFuture<(DeviceInfo, [AppInfo])> {
         connection(to: device).flatMap { $0.describe() }.map { description in
             (description.device, description.apps)
         }.flatMapErrorThrowing { error in
@@ -117,7 +121,7 @@ public final class BatonClient: @unchecked Sendable {
 
     /// Opens a channel to `service` of `app` on `device`: the connection on `success`, else nil
     /// and the status with why.
-    public func openService(_ service: String, app: String, on device: DeviceAddress) -> EventLoopFuture<(AppServiceConnection?, OpenStatus, String)> {
+    public func openService(_ service: String, app: String, on device: DeviceTarget) -> EventLoopFuture<(AppServiceConnection?, OpenStatus, String)> {
         connection(to: device).flatMap { connection in
             let channel = AppServiceConnection(device: device, app: app, service: service, connection: connection)
             return connection.open(service: service, app: app, handler: channel).map { id, status, detail in
@@ -133,13 +137,8 @@ public final class BatonClient: @unchecked Sendable {
         }
     }
 
-    /// As ``openService(_:app:on:)``, with async/await.
-    public func openService(_ service: String, app: String, on device: DeviceAddress) async -> (AppServiceConnection?, OpenStatus, String) {
-        (try? await openService(service, app: app, on: device).get()) ?? (nil, .unknown, "")
-    }
-
     /// Sends one message on a channel opened for it, then closes the channel.
-    public func send(_ message: ValueDictionary, to service: String, app: String, on device: DeviceAddress) -> EventLoopFuture<ServiceReply> {
+    public func send(_ message: ValueDictionary, to service: String, app: String, on device: DeviceTarget) -> EventLoopFuture<ServiceReply> {
         openService(service, app: app, on: device).flatMap { [self] channel, status, detail in
             guard let channel else {
                 let replyStatus: ResponseStatus = status == .remoteSystemUnavailable ? .remoteSystemUnavailable : .failure
@@ -160,7 +159,7 @@ public final class BatonClient: @unchecked Sendable {
     }
 
     /// Why `device` could not be reached, in a person's words.
-    static func describe(_ error: any Error, device: DeviceAddress) -> String {
+    static func describe(_ error: any Error, device: some CustomStringConvertible) -> String {
         if case ChannelError.connectTimeout = error { return "\(device): no answer within the connect timeout" }
         if let failure = error as? NIOConnectionError {
             if failure.connectionErrors.isEmpty { return "\(device): cannot resolve \(failure.host)" }

@@ -5,13 +5,13 @@ import BatonSecurity
 import Logging
 import NIOCore
 
-/// Every device this process knows of, one entry per device id, merged from mDNS and static
-/// peers; watchers see it through their filters as added, updated and removed events.
+/// Every device this process knows of, one entry per device id, merged from every
+/// ``DeviceSource`` (mDNS, static peers, ...); watchers see it through their filters as added,
+/// updated and removed events.
 ///
-/// Liveness: every device is asked to Describe itself every `liveness / 3`; one that does not
-/// answer turns `unavailable` (so watchers of available devices see it removed within
-/// `liveness`), and turns `available` again when it answers. A device that says goodbye or
-/// whose mDNS records expire, and that no static peer names, is removed outright.
+/// A device is what its sources see of it together: its routes are every route they know,
+/// its details are its own advertisement's (mDNS) before what a peer describes, and it is
+/// `available` while any source sees it so. It is removed when no source sees it any more.
 ///
 /// Confined to its client's event loop: call everything there.
 public final class DeviceDirectory: @unchecked Sendable {
@@ -20,14 +20,14 @@ public final class DeviceDirectory: @unchecked Sendable {
         case added(RemoteDevice)
         case updated(RemoteDevice)
         case removed(RemoteDevice)
-        /// The first query window is over, and every static peer has answered or failed once.
+        /// Every source's first look is over.
         case enumerationCompleted
         /// Something went wrong that the watcher may want to show (a peer that cannot be
         /// reached, a socket that cannot be opened); the directory carries on.
         case error(String)
     }
 
-    /// How the directory finds devices.
+    /// The standard sources.
     public struct Options: Sendable {
         /// `host:port` peers polled with Describe (networks without multicast).
         public var peers: [DeviceAddress] = []
@@ -48,30 +48,47 @@ public final class DeviceDirectory: @unchecked Sendable {
     }
 
     public let client: BatonClient
-    public let options: Options
+    /// This device's account fingerprint, for `same_account` filters.
+    public let account: String
     let logger: Logger
     var eventLoop: any EventLoop { client.eventLoop }
+    private let sources: [any DeviceSource]
 
     /// Known devices by id.
-    private(set) var entries: [String: Entry] = [:]
+    private var entries: [String: Entry] = [:]
+    /// Which device each source's key stands for.
+    private var sighted: [SightingKey: String] = [:]
     private var watchers: [Int: Watcher] = [:]
     private var nextWatch = 0
-    private var livenessTask: RepeatedTask?
-    /// Sources that have not finished their first enumeration yet.
-    private var pendingEnumeration: Set<String> = []
+    /// Sources that have not finished their first look yet.
+    private var pendingEnumeration: Set<ObjectIdentifier> = []
     /// Whether enumeration is over.
     public private(set) var enumerated = false
-    var started = false
-    /// The mDNS browser and its sockets, once started.
-    var mdnsTransport: MDNSTransport?
-    var mdnsBrowser: MDNSBrowser?
+    private var started = false
 
-    struct Entry {
-        var device: RemoteDevice
-        /// mDNS instance names that advertise this device.
-        var instances: Set<String> = []
-        /// Static peers that answered as this device.
-        var peers: Set<DeviceAddress> = []
+    /// Who saw a device: a source, and its key for what it saw.
+    private struct SightingKey: Hashable {
+        let source: ObjectIdentifier
+        let key: String
+    }
+
+    private struct Entry {
+        /// What each source saw, in the order the sources were given.
+        var sightings: [(key: SightingKey, rank: Int, device: RemoteDevice)] = []
+
+        /// The sightings together.
+        var device: RemoteDevice? {
+            let ordered = sightings.sorted { $0.rank < $1.rank }
+            guard var merged = ordered.first?.device else { return nil }
+            for (_, _, device) in ordered.dropFirst() {
+                for route in device.routes where !merged.routes.contains(route) { merged.routes.append(route) }
+                merged.sources.formUnion(device.sources)
+                if merged.account.isEmpty { merged.account = device.account }
+                if device.status == .available { merged.status = .available }
+                if device.transport == .local { merged.transport = .local }
+            }
+            return merged
+        }
     }
 
     private struct Watcher {
@@ -81,45 +98,66 @@ public final class DeviceDirectory: @unchecked Sendable {
         var shown: [String: RemoteDevice] = [:]
     }
 
-    public init(client: BatonClient, options: Options = Options(), logger: Logger = Logger(label: "baton.directory")) {
+    /// A directory fed by `sources`, earlier ones first when they describe a device differently.
+    public init(client: BatonClient, sources: [any DeviceSource], account: String, logger: Logger = Logger(label: "baton.directory")) {
         self.client = client
-        self.options = options
+        self.sources = sources
+        self.account = account
         self.logger = logger
+    }
+
+    /// A directory fed by the standard sources `options` names: mDNS (unless nil), then each
+    /// static peer; liveness checked by asking devices to describe themselves.
+    public convenience init(client: BatonClient, options: Options = Options(), logger: Logger = Logger(label: "baton.directory")) {
+        let loop = client.eventLoop
+        var sources: [any DeviceSource] = []
+        let account = options.account
+        if let mdns = options.mdns {
+            sources.append(MDNSDeviceSource(
+                on: loop, configuration: mdns, timing: options.mdnsTiming, liveness: options.liveness,
+                probe: { device in client.describe(DeviceTarget(device, ownAccount: account)).map { _ in } }, logger: logger))
+        }
+        for peer in options.peers {
+            sources.append(PeerDeviceSource(peer, on: loop, liveness: options.liveness, account: account) { address in
+                client.describe(address).map(\.0)
+            })
+        }
+        self.init(client: client, sources: sources, account: account, logger: logger)
     }
 
     /// Devices that pass `filter`, sorted by name then id.
     public func devices(matching filter: DeviceFilter = DeviceFilter()) -> [RemoteDevice] {
-        entries.values.map(\.device).filter { filter.matches($0, account: options.account) }
+        entries.values.compactMap(\.device).filter { filter.matches($0, account: account) }
             .sorted { ($0.info.name, $0.info.id) < ($1.info.name, $1.info.id) }
     }
 
-    /// Starts browsing mDNS (unless ``Options/mdns`` is nil), polling static peers and checking
-    /// liveness; `sources` names any other sources that will call ``sourceEnumerated(_:)`` when
-    /// their first window is over. Enumeration completes when every source's first window is.
-    public func start(waitingFor sources: Set<String> = []) {
+    /// The device with `id`, if known.
+    public func device(id: String) -> RemoteDevice? {
+        entries[id]?.device ?? entries.first { $0.key.lowercased() == id.lowercased() }?.value.device
+    }
+
+    /// How to reach `device` now: its id and every route the sources know.
+    public func target(for device: RemoteDevice) -> DeviceTarget {
+        DeviceTarget(self.device(id: device.info.id) ?? device, ownAccount: account)
+    }
+
+    /// Starts every source. Enumeration completes when every source's first look is over.
+    public func start() {
         eventLoop.preconditionInEventLoop()
         guard !started else { return }
         started = true
-        pendingEnumeration = sources
-        if options.mdns != nil { pendingEnumeration.insert(Self.mdnsSource) }
-        for peer in options.peers { pendingEnumeration.insert("peer \(peer)") }
+        pendingEnumeration = Set(sources.map(ObjectIdentifier.init))
         if pendingEnumeration.isEmpty { finishEnumeration() }
-        if let configuration = options.mdns { startMDNS(configuration) }
-        for peer in options.peers { poll(peer: peer, first: true) }
-        let interval = TimeAmount.nanoseconds(max(options.liveness.nanoseconds / 3, 100_000_000))
-        livenessTask = eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] _ in
-            self?.checkLiveness()
-        }
+        for source in sources { source.start(reportingTo: self) }
     }
 
-    /// Stops browsing and checking; watchers hear nothing more. The future completes once the
-    /// mDNS sockets are closed.
+    /// Stops every source; watchers hear nothing more. The future completes once the sources
+    /// have stopped (their sockets closed).
     @discardableResult
     public func stop() -> EventLoopFuture<Void> {
-        livenessTask?.cancel()
-        livenessTask = nil
+        eventLoop.preconditionInEventLoop()
         watchers = [:]
-        return stopMDNS()
+        return .andAllComplete(sources.map { $0.stop() }, on: eventLoop)
     }
 
     /// Registers `handler` for the devices `filter` passes. It hears `added` at once for each
@@ -155,7 +193,7 @@ public final class DeviceDirectory: @unchecked Sendable {
     /// it may still turn up. Only devices `filter` passes count.
     public func match(_ nameOrID: String, among filter: DeviceFilter = DeviceFilter()) -> Lookup? {
         let all = devices(matching: filter)
-        if let byID = all.first(where: { $0.info.id == nameOrID }) { return .found(byID) }
+        if let byID = all.first(where: { $0.info.id.lowercased() == nameOrID.lowercased() }) { return .found(byID) }
         guard enumerated else { return nil }
         let named = all.filter { $0.info.name == nameOrID }
         switch named.count {
@@ -191,48 +229,6 @@ public final class DeviceDirectory: @unchecked Sendable {
         return promise.futureResult
     }
 
-    // MARK: sources
-
-    /// An mDNS instance advertising device `device` (found or changed).
-    public func mdnsAdvertised(instance: String, device: RemoteDevice) {
-        // The same instance may have moved to another id (a new device took the name).
-        for (id, entry) in entries where entry.instances.contains(instance) && id != device.info.id {
-            dropSource(id: id) { $0.instances.remove(instance) }
-        }
-        var entry = entries[device.info.id] ?? Entry(device: device)
-        entry.instances.insert(instance)
-        var merged = device
-        merged.sources = entry.device.sources.union([.mdns])
-        if !entry.peers.isEmpty {
-            // A static peer's address stays reachable too.
-            for peer in entry.peers.sorted(by: { $0.description < $1.description }) where !merged.endpoints.contains(peer) {
-                merged.endpoints.append(peer)
-            }
-        }
-        // A fresh advertisement means the agent is there.
-        merged.status = .available
-        entry.device = merged
-        store(entry)
-    }
-
-    /// An mDNS instance said goodbye or expired.
-    public func mdnsWithdrawn(instance: String) {
-        for (id, entry) in entries where entry.instances.contains(instance) {
-            dropSource(id: id) { $0.instances.remove(instance) }
-        }
-    }
-
-    /// A source named at ``start(waitingFor:)`` finished its first window.
-    public func sourceEnumerated(_ source: String) {
-        guard pendingEnumeration.remove(source) != nil, pendingEnumeration.isEmpty else { return }
-        finishEnumeration()
-    }
-
-    /// Tells every watcher of a problem.
-    public func report(_ problem: String) {
-        broadcast(.error(problem))
-    }
-
     // MARK: bookkeeping
 
     private func finishEnumeration() {
@@ -245,26 +241,12 @@ public final class DeviceDirectory: @unchecked Sendable {
         for (_, watcher) in watchers { watcher.handler(event) }
     }
 
-    /// Removes a source from a device's entry; the device goes when it has none left.
-    private func dropSource(id: String, _ change: (inout Entry) -> Void) {
-        guard var entry = entries[id] else { return }
-        change(&entry)
-        if entry.instances.isEmpty { entry.device.sources.remove(.mdns) }
-        if entry.peers.isEmpty { entry.device.sources.remove(.peer) }
-        if entry.instances.isEmpty && entry.peers.isEmpty {
-            entries[id] = nil
-            tellWatchers(id: id, now: nil)
-        } else {
-            store(entry)
-        }
-    }
-
-    private func store(_ entry: Entry) {
-        entries[entry.device.info.id] = entry
-        // Whoever answers at these addresses must prove to be this device, of its account.
-        let expectation = PeerExpectation(deviceID: entry.device.info.id, account: accountExpectation(entry.device.account))
-        for endpoint in entry.device.endpoints { client.expect(expectation, at: endpoint) }
-        tellWatchers(id: entry.device.info.id, now: entry.device)
+    /// Drops a sighting; the device goes when no source sees it any more.
+    private func drop(_ key: SightingKey) {
+        guard let id = sighted.removeValue(forKey: key), var entry = entries[id] else { return }
+        entry.sightings.removeAll { $0.key == key }
+        entries[id] = entry.sightings.isEmpty ? nil : entry
+        tellWatchers(id: id, now: entries[id]?.device)
     }
 
     /// Tells each watcher what changed for device `id` as its filter sees it.
@@ -272,7 +254,7 @@ public final class DeviceDirectory: @unchecked Sendable {
         for key in watchers.keys.sorted() {
             guard var watcher = watchers[key] else { continue }
             let before = watcher.shown[id]
-            let visible = device.flatMap { watcher.filter.matches($0, account: options.account) ? $0 : nil }
+            let visible = device.flatMap { watcher.filter.matches($0, account: account) ? $0 : nil }
             let event: Event?
             switch (before, visible) {
             case (nil, let now?): event = .added(now)
@@ -285,66 +267,39 @@ public final class DeviceDirectory: @unchecked Sendable {
             if let event { watcher.handler(event) }
         }
     }
+}
 
-    /// What a device advertising `account` must prove: this device's account when it is the
-    /// same (or not advertised), else exactly the advertised one.
-    private func accountExpectation(_ account: String) -> AgentExpectation {
-        guard !account.isEmpty, account != options.account, let fingerprint = AccountFingerprint(hex: account) else { return .ownAccount }
-        return .account(fingerprint)
+extension DeviceDirectory: DeviceSourceDelegate {
+    public func source(_ source: any DeviceSource, sees device: RemoteDevice, as key: String) {
+        eventLoop.preconditionInEventLoop()
+        let sighting = SightingKey(source: ObjectIdentifier(source), key: key)
+        // The same key may now stand for another device (a new device took the name or address).
+        if let previous = sighted[sighting], previous != device.info.id { drop(sighting) }
+        sighted[sighting] = device.info.id
+        var entry = entries[device.info.id] ?? Entry()
+        let rank = sources.firstIndex { $0 === source } ?? sources.count
+        if let index = entry.sightings.firstIndex(where: { $0.key == sighting }) {
+            entry.sightings[index].device = device
+        } else {
+            entry.sightings.append((sighting, rank, device))
+        }
+        entries[device.info.id] = entry
+        tellWatchers(id: device.info.id, now: entry.device)
     }
 
-    // MARK: static peers and liveness
-
-    private func poll(peer: DeviceAddress, first: Bool) {
-        client.describe(peer).whenComplete { [self] result in
-            switch result {
-            case .success(let (info, _)):
-                // The entry this peer answered for before, if the device behind it changed.
-                for (id, entry) in entries where entry.peers.contains(peer) && id != info.id {
-                    dropSource(id: id) { $0.peers.remove(peer) }
-                }
-                var entry = entries[info.id] ?? Entry(device: RemoteDevice(info: info, endpoints: []))
-                entry.peers.insert(peer)
-                var device = entry.device
-                device.info = entry.instances.isEmpty ? info : device.info
-                // The agent proved to be of this account in the handshake.
-                device.account = options.account
-                if !device.endpoints.contains(peer) { device.endpoints.append(peer) }
-                device.sources.insert(.peer)
-                device.status = .available
-                entry.device = device
-                store(entry)
-            case .failure(let error):
-                if first { report("peer \(peer) cannot be reached: \(error)") }
-                markUnavailable { $0.peers.contains(peer) }
-            }
-            if first { sourceEnumerated("peer \(peer)") }
-        }
+    public func source(_ source: any DeviceSource, lost key: String) {
+        eventLoop.preconditionInEventLoop()
+        drop(SightingKey(source: ObjectIdentifier(source), key: key))
     }
 
-    private func checkLiveness() {
-        for peer in options.peers { poll(peer: peer, first: false) }
-        // mDNS devices not also reached as static peers (polling covers those).
-        for (id, entry) in entries where entry.peers.isEmpty {
-            guard let endpoint = entry.device.endpoints.first else { continue }
-            client.describe(endpoint).whenComplete { [self] result in
-                switch result {
-                case .success:
-                    guard var entry = entries[id], entry.device.status != .available else { return }
-                    entry.device.status = .available
-                    store(entry)
-                case .failure:
-                    markUnavailable { $0.device.info.id == id }
-                }
-            }
-        }
+    public func sourceEnumerated(_ source: any DeviceSource) {
+        eventLoop.preconditionInEventLoop()
+        guard pendingEnumeration.remove(ObjectIdentifier(source)) != nil, pendingEnumeration.isEmpty else { return }
+        finishEnumeration()
     }
 
-    private func markUnavailable(_ which: (Entry) -> Bool) {
-        for (_, entry) in entries where which(entry) && entry.device.status != .unavailable {
-            var changed = entry
-            changed.device.status = .unavailable
-            store(changed)
-        }
+    public func source(_ source: any DeviceSource, problem: String) {
+        eventLoop.preconditionInEventLoop()
+        broadcast(.error(problem))
     }
 }

@@ -1,9 +1,9 @@
-/// A device as discovery knows it: who it is, where it answers, and how it was found.
+/// A device as discovery knows it: who it is, how to reach it, and how it was found.
 public struct RemoteDevice: Sendable, Equatable {
     /// Who the device says it is (mDNS TXT, or its Describe answer for a static peer).
     public var info: DeviceInfo
-    /// Where its agent listens, best first (`host:port`; IPv6 hosts without brackets).
-    public var endpoints: [Endpoint]
+    /// How its agent is reached, best first: every route its sources know.
+    public var routes: [DeviceRoute]
     /// How it is reached: `local` for mDNS and static peers, `cloud` through a broker.
     public var transport: Transport
     /// Whether its agent answered the last liveness check.
@@ -16,17 +16,30 @@ public struct RemoteDevice: Sendable, Equatable {
     public var sources: Set<DiscoverySource>
 
     public init(
-        info: DeviceInfo, endpoints: [Endpoint], transport: Transport = .local, status: DeviceStatus = .available,
+        info: DeviceInfo, routes: [DeviceRoute], transport: Transport = .local, status: DeviceStatus = .available,
         account: String = "", protocolVersion: Int = 1, sources: Set<DiscoverySource> = []
     ) {
         self.info = info
-        self.endpoints = endpoints
+        self.routes = routes
         self.transport = transport
         self.status = status
         self.account = account
         self.protocolVersion = protocolVersion
         self.sources = sources
     }
+
+    /// A device whose agent listens at `endpoints` (TCP), best first.
+    public init(
+        info: DeviceInfo, endpoints: [Endpoint], transport: Transport = .local, status: DeviceStatus = .available,
+        account: String = "", protocolVersion: Int = 1, sources: Set<DiscoverySource> = []
+    ) {
+        self.init(
+            info: info, routes: endpoints.map(DeviceRoute.tcp), transport: transport, status: status, account: account,
+            protocolVersion: protocolVersion, sources: sources)
+    }
+
+    /// The TCP endpoints among its routes, best first.
+    public var endpoints: [Endpoint] { routes.compactMap(\.endpoint) }
 
     /// A host and port an agent listens on.
     public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
@@ -58,12 +71,41 @@ public enum DeviceStatus: String, Sendable, CaseIterable, Codable {
     case unavailable
 }
 
-/// Where the directory learnt of a device.
-public enum DiscoverySource: String, Sendable, CaseIterable, Codable, Comparable {
-    case mdns
-    case peer
+/// One way to reach a device's agent. Sources of devices know routes; a client tries them in
+/// order, expecting the device's identity at each.
+public enum DeviceRoute: Sendable, Hashable, CustomStringConvertible {
+    /// The agent's TCP listener (from an mDNS SRV record and its addresses, or a static peer).
+    case tcp(RemoteDevice.Endpoint)
+
+    /// The TCP endpoint, for a TCP route.
+    public var endpoint: RemoteDevice.Endpoint? {
+        switch self {
+        case .tcp(let endpoint): endpoint
+        }
+    }
+
+    /// `host:port` for TCP.
+    public var description: String {
+        switch self {
+        case .tcp(let endpoint): endpoint.description
+        }
+    }
+}
+
+/// Where the directory learnt of a device: a kind of device source. Open, so that a new kind
+/// of source (a broker's presence) needs no change here.
+public struct DiscoverySource: RawRepresentable, Sendable, Hashable, Codable, Comparable, CustomStringConvertible {
+    public let rawValue: String
+
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// mDNS/DNS-SD on the LAN.
+    public static let mdns = DiscoverySource(rawValue: "mdns")
+    /// A `host:port` given on the command line or in options.
+    public static let peer = DiscoverySource(rawValue: "peer")
 
     public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+    public var description: String { rawValue }
 }
 
 /// Whose devices a caller may see (Rome's `RemoteSystemAuthorizationKind`).

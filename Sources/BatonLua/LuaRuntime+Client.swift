@@ -53,22 +53,38 @@ extension LuaRuntime {
 
     // MARK: devices
 
-    /// The device argument: a device table (its `address`) or `"host:port"`.
-    func deviceAddress(_ call: HostCall, _ position: Int32) throws -> DeviceAddress {
+    /// The device argument, as a target: a device table (by its id, with every route the
+    /// directory knows now, else the table's own addresses), a name or an id the directory
+    /// knows, or `"host:port"` (any device of this account there).
+    func deviceTarget(_ call: HostCall, _ position: Int32) throws -> DeviceTarget {
         let lua = call.lua
-        var text: String?
         if lua.type(at: position) == .table {
-            lua.rawGet(position, field: "address")
-            text = lua.toString(at: -1)
+            lua.rawGet(position, field: "id")
+            let id = lua.toString(at: -1)
             lua.pop()
-        } else {
-            text = lua.toString(at: position)
+            if let id, let known = directoryStorage?.device(id: id) { return directoryStorage!.target(for: known) }
+            let addresses = (try? OptionsTable(call: call, position: position, function: call.name).strings("addresses")) ?? nil
+            lua.rawGet(position, field: "address")
+            let address = lua.toString(at: -1)
+            lua.pop()
+            let routes = (addresses ?? address.map { [$0] } ?? []).compactMap(DeviceAddress.init).map(DeviceRoute.tcp)
+            guard !routes.isEmpty else {
+                throw call.argumentError(position, "device table without an address (find it with baton.find)")
+            }
+            lua.rawGet(position, field: "account")
+            let account = lua.toString(at: -1) ?? ""
+            lua.pop()
+            let device = RemoteDevice(
+                info: DeviceInfo(id: id ?? "", name: "", kind: .unknown), routes: routes, account: account)
+            var target = DeviceTarget(device, ownAccount: (try? client.options.security.trustStore?.credentials.fingerprint.hex) ?? "")
+            if id == nil || id == "" { target.deviceID = nil }
+            return target
         }
-        guard let text else {
+        guard let text = lua.toString(at: position) else {
             throw call.argumentError(position, "device expected (a device from baton.find, a name, an id, or \"host:port\"), got \(lua.typeName(at: position))")
         }
-        if let address = DeviceAddress(text) { return address }
-        if let known = knownDevice(text) { return known }
+        if let address = DeviceAddress(text) { return DeviceTarget(address) }
+        if let known = knownDevice(text), let directory = directoryStorage { return directory.target(for: known) }
         throw call.argumentError(position, "no single known device is named or has the id \"\(text)\"; find it first with baton.find, or give host:port")
     }
 
@@ -111,8 +127,8 @@ extension LuaRuntime {
 
     /// `dev:apps()`: the device's apps, asked of its agent.
     private func apps(_ call: HostCall) throws -> HostResult {
-        let address = try deviceAddress(call, 1)
-        let described = try client.describe(address).map { Optional($0.1) }.recover { _ in nil }
+        let device = try deviceTarget(call, 1)
+        let described = try client.describe(device).map { Optional($0.1) }.recover { _ in nil }
         return try wait(call, for: described) { apps, lua in
             guard let apps else {
                 lua.pushNil()
@@ -137,7 +153,7 @@ extension LuaRuntime {
 
     /// `baton.launch(device, uri [, {app=, fallback=, prefer={}, data={}}])` → status, detail.
     private func launch(_ call: HostCall) throws -> HostResult {
-        let address = try deviceAddress(call, 1)
+        let device = try deviceTarget(call, 1)
         var request = LaunchRequest(uri: try call.string(2))
         let lua = call.lua
         if lua.type(at: 3) == .table {
@@ -150,7 +166,7 @@ extension LuaRuntime {
         } else if !call.isNoneOrNil(3) {
             throw call.argumentError(3, "options table expected, got \(lua.typeName(at: 3))")
         }
-        return try wait(call, for: client.launch(request, on: address)) { result, lua in
+        return try wait(call, for: client.launch(request, on: device)) { result, lua in
             lua.push(result.0.rawValue)
             lua.push(result.1)
             return 2
@@ -161,10 +177,10 @@ extension LuaRuntime {
 
     /// `baton.appservice.open(device, service, {package = app})` → conn, status.
     private func openService(_ call: HostCall) throws -> HostResult {
-        let address = try deviceAddress(call, 1)
+        let device = try deviceTarget(call, 1)
         let service = try call.string(2)
         let app = try packageOption(call, 3)
-        return try wait(call, for: client.openService(service, app: app, on: address)) { [self] result, lua in
+        return try wait(call, for: client.openService(service, app: app, on: device)) { [self] result, lua in
             let (channel, status, detail) = result
             guard let channel else {
                 lua.pushNil()
@@ -180,11 +196,11 @@ extension LuaRuntime {
 
     /// `baton.appservice.send(device, service, msg, {package = app})` → reply, status.
     private func sendOnce(_ call: HostCall) throws -> HostResult {
-        let address = try deviceAddress(call, 1)
+        let device = try deviceTarget(call, 1)
         let service = try call.string(2)
         let message = try messageArgument(call, 3)
         let app = try packageOption(call, 4)
-        return try wait(call, for: client.send(message, to: service, app: app, on: address)) { [self] reply, lua in
+        return try wait(call, for: client.send(message, to: service, app: app, on: device)) { [self] reply, lua in
             pushReply(reply, on: lua)
         }
     }

@@ -172,9 +172,9 @@ extension LuaRuntime {
 
     /// The device `text` names among those already known (a name or an id), for launch and
     /// open; nil when none or several do.
-    func knownDevice(_ text: String) -> DeviceAddress? {
+    func knownDevice(_ text: String) -> RemoteDevice? {
         guard case .found(let device)? = directoryStorage?.match(text, among: DeviceFilter(status: nil)) else { return nil }
-        return device.endpoints.first
+        return device
     }
 
     /// Pushes a device table: id, name, kind, platform, model, manufacturer, address,

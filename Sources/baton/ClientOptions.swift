@@ -71,24 +71,26 @@ enum DeviceArgument {
         return nil
     }
 
-    /// The address of the device `text` names, looking names and ids up through discovery;
-    /// prints why and exits 1 when no single device answers to it.
+    /// The device `text` names: an agent's `host:port`, or a name or id looked up through
+    /// discovery (then reached by its id and every route discovery knows); prints why and exits
+    /// 1 when no single device answers to it.
     static func resolve(
         _ text: String, client: BatonClient, discovery: DiscoveryOptions, authorization: AuthorizationKind, timeout: TimeAmount
-    ) throws -> DeviceAddress {
-        if let address = try parse(text) { return address }
+    ) throws -> DeviceTarget {
+        if let address = try parse(text) { return DeviceTarget(address) }
         let directory = try discovery.makeDirectory(client: client)
         let lookup = try client.eventLoop.flatSubmit {
             directory.start()
-            return directory.find(text, among: DeviceFilter(authorization: authorization), timeout: timeout).always { _ in directory.stop() }
+            return directory.find(text, among: DeviceFilter(authorization: authorization), timeout: timeout).map { lookup in
+                if case .found(let device) = lookup { return (lookup, Optional(directory.target(for: device))) }
+                return (lookup, nil)
+            }.always { _ in directory.stop() }
         }.wait()
         let problem: DeviceLookupError
         switch lookup {
-        case .found(let device):
-            if let endpoint = device.endpoints.first { return endpoint }
-            problem = .notFound(text)
-        case .notFound: problem = .notFound(text)
-        case .ambiguous(let ids): problem = .ambiguous(text, ids)
+        case (.found, let target?) where !target.routes.isEmpty: return target
+        case (.found, _), (.notFound, _): problem = .notFound(text)
+        case (.ambiguous(let ids), _): problem = .ambiguous(text, ids)
         }
         client.finish()
         StandardError.write("\(problem)\n")

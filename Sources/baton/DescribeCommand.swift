@@ -83,7 +83,7 @@ struct DescribeCommand: ParsableCommand {
         return lines.joined(separator: "\n")
     }
 
-    static func json(_ device: DeviceInfo, _ apps: [AppInfo], address: DeviceAddress) -> String {
+    static func json(_ device: DeviceInfo, _ apps: [AppInfo], address: DeviceTarget) -> String {
         let strings: ([String]) -> JSON = { .array($0.map(JSON.string)) }
         let object = JSON.object([
             .init("address", .string(address.description)),

@@ -21,6 +21,8 @@ struct LiveAgent {
     let agent: Agent
     let address: String
     let security: ConnectionSecurity
+    /// The agent's device id: its certificate's, which its clients check.
+    var id: String { security.trustStore!.credentials.deviceID }
 
     /// An account made in a temporary folder (left for the system to clean).
     static func makeSecurity() throws -> ConnectionSecurity {
@@ -46,15 +48,16 @@ struct LiveAgent {
 
     static func start() async throws -> LiveAgent {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let defaults = AgentConfiguration(device: DeviceInfo(id: "11111111-2222-3333-4444-555555555555", name: "x", kind: .desktop))
+        let security = try makeSecurity()
+        let defaults = AgentConfiguration(device: DeviceInfo(id: security.trustStore!.credentials.deviceID, name: "x", kind: .desktop))
         let agent = try await Agent.start(config: .string(config, chunkName: "agent.lua"), defaults: defaults,
                                           options: RuntimeOptions(), on: group.next()).get()
-        let security = try makeSecurity()
         let server = try await agent.listen(host: "127.0.0.1", port: 0, security: security).get()
         return LiveAgent(agent: agent, address: "127.0.0.1:\(server.localAddress.port!)", security: security)
     }
 
-    /// Runs `code` with `--peer` set to the agent; `ADDR` in the code is replaced by its address.
+    /// Runs `code` with `--peer` set to the agent; `ADDR` in the code is replaced by its
+    /// address, `ID` by its id.
     func run(_ code: String, timeout: Duration = .seconds(20)) async throws -> (RunOutcome, Captured) {
         let captured = Captured()
         var options = RuntimeOptions(timeout: timeout) { captured.failures.append($0) }
@@ -63,7 +66,7 @@ struct LiveAgent {
         options.security = { [security] in security }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { group.shutdownGracefully { _ in } }
-        let source = code.replacingOccurrences(of: "ADDR", with: address)
+        let source = code.replacingOccurrences(of: "ADDR", with: address).replacingOccurrences(of: "ID", with: id)
         let outcome = try await LuaRuntime.run(.string(source, chunkName: "script"), options: options, on: group.next()) { runtime in
             runtime.registerGlobal("capture") { call in
                 captured.values.append((try? call.runtime.value(at: 1, on: call.lua)) ?? .string("unconvertible"))
@@ -91,7 +94,7 @@ struct ScriptBindingTests {
             """)
         #expect(outcome == .completed, "\(captured.failures)")
         #expect(captured.values == [
-            .array([.string("Living Room TV"), .string("11111111-2222-3333-4444-555555555555"), .string("tv"), .string("X-900"), .string(live.address)]),
+            .array([.string("Living Room TV"), .string(live.id), .string("tv"), .string("X-900"), .string(live.address)]),
             .array([.string("org.example.player"), .string("Player"), .string("media"), .string("ask")]),
             .string("nil not_found"),
         ])
@@ -107,7 +110,7 @@ struct ScriptBindingTests {
             capture(#baton.devices(baton.filter{ kind = { "phone", "speaker" } }))
             capture(#baton.devices({ kind = "tv", platform = "linux", transport = "local" }))
             capture(#baton.devices({ transport = "cloud" }))
-            local tv = baton.find("11111111-2222-3333-4444-555555555555")
+            local tv = baton.find("ID")
             capture(tv.name)
             capture(baton.launch("Living Room TV", "media:film", { app = "org.example.player" }))
             capture(baton.launch(tv.id, "media:film", { app = "org.example.player" }))

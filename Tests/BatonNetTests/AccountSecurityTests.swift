@@ -281,16 +281,16 @@ struct AccountSecurityTests {
             let expected = UUID().uuidString.lowercased()
             let client = makeClient()
             defer { client.shutdown() }
-            try await client.eventLoop.submit { client.expect(PeerExpectation(deviceID: expected), at: agent.address) }.get()
-            let (status, detail) = await client.launch(LaunchRequest(uri: "public:x"), on: agent.address)
+            let wrong = DeviceTarget(deviceID: expected, routes: [.tcp(agent.address)])
+            let (status, detail) = try await client.launch(LaunchRequest(uri: "public:x"), on: wrong).get()
             #expect(status == .deniedByLocalSystem, "\(detail)")
             #expect(detail.contains("the agent presented device \(agent.id), not the expected \(expected)"), "\(detail)")
             let logged = await eventually { agent.log.contains("the caller refused this agent's certificate") }
             #expect(logged, "the agent's log:\n\(agent.log)")
 
             // The right id, or none, is served.
-            try await client.eventLoop.submit { client.expect(PeerExpectation(deviceID: agent.id.uppercased()), at: agent.address) }.get()
-            #expect(await client.launch(LaunchRequest(uri: "public:y"), on: agent.address).0 == .success)
+            let right = DeviceTarget(deviceID: agent.id.uppercased(), routes: [.tcp(agent.address)])
+            #expect(try await client.launch(LaunchRequest(uri: "public:y"), on: right).get().0 == .success)
             let other = makeClient()
             defer { other.shutdown() }
             #expect(await other.launch(LaunchRequest(uri: "public:z"), on: agent.address).0 == .success)

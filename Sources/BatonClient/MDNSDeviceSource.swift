@@ -1,0 +1,129 @@
+import BatonCore
+import BatonDiscovery
+import Logging
+import NIOCore
+
+/// Devices advertised over mDNS/DNS-SD as `_baton._tcp` instances. An instance that says
+/// goodbye or whose records expire is lost. Liveness: every device found is asked to describe
+/// itself every `liveness / 3`; one that does not answer is seen `unavailable`, and `available`
+/// again when it answers.
+public final class MDNSDeviceSource: DeviceSource, @unchecked Sendable {
+    public let name = "mdns"
+    private let eventLoop: any EventLoop
+    private let configuration: MDNSTransport.Configuration
+    private let timing: MDNSBrowser.Timing
+    private let liveness: TimeAmount
+    private let probe: (RemoteDevice) -> EventLoopFuture<Void>
+    private let logger: Logger
+    private weak var directory: (any DeviceSourceDelegate)?
+    private var transport: MDNSTransport?
+    private var browser: MDNSBrowser?
+    private var livenessTask: RepeatedTask?
+    private var stopped = false
+    /// What each instance advertises, as last seen.
+    private var seen: [String: RemoteDevice] = [:]
+
+    /// A source browsing with `configuration` and `timing`, checking liveness every
+    /// `liveness / 3` with `probe` (which fails when the device does not answer).
+    public init(
+        on eventLoop: any EventLoop, configuration: MDNSTransport.Configuration = MDNSTransport.Configuration(),
+        timing: MDNSBrowser.Timing = MDNSBrowser.Timing(), liveness: TimeAmount,
+        probe: @escaping (RemoteDevice) -> EventLoopFuture<Void>, logger: Logger
+    ) {
+        self.eventLoop = eventLoop
+        self.configuration = configuration
+        self.timing = timing
+        self.liveness = liveness
+        self.probe = probe
+        self.logger = logger
+    }
+
+    /// Opens the mDNS sockets and browses. Sockets that cannot be opened are a problem
+    /// reported, and enumeration goes on without mDNS.
+    public func start(reportingTo directory: any DeviceSourceDelegate) {
+        eventLoop.preconditionInEventLoop()
+        self.directory = directory
+        MDNSTransport.start(configuration: configuration, on: eventLoop, logger: logger).whenComplete { [self] result in
+            switch result {
+            case .success(let transport):
+                guard !stopped else {
+                    _ = transport.close()
+                    return
+                }
+                self.transport = transport
+                let browser = MDNSBrowser(transport: transport, timing: timing, logger: logger) { [self] event in
+                    eventLoop.assertInEventLoop()
+                    handle(event)
+                }
+                self.browser = browser
+                browser.start()
+            case .failure(let error):
+                logger.error("mDNS unavailable", metadata: ["error": "\(error)"])
+                self.directory?.source(self, problem: "mDNS cannot be used: \(error)")
+                self.directory?.sourceEnumerated(self)
+            }
+        }
+        let interval = TimeAmount.nanoseconds(max(liveness.nanoseconds / 3, 100_000_000))
+        livenessTask = eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] _ in
+            self?.checkLiveness()
+        }
+    }
+
+    public func stop() -> EventLoopFuture<Void> {
+        eventLoop.preconditionInEventLoop()
+        stopped = true
+        directory = nil
+        livenessTask?.cancel()
+        livenessTask = nil
+        let (browser, transport) = (self.browser, self.transport)
+        self.browser = nil
+        self.transport = nil
+        guard let browser, let transport else { return eventLoop.makeSucceededVoidFuture() }
+        return browser.stop().flatMap { transport.close() }
+    }
+
+    private func handle(_ event: MDNSBrowser.Event) {
+        switch event {
+        case .added(let service), .updated(let service):
+            guard let device = DeviceAdvertisement.device(from: service) else {
+                // Some other software's `_baton._tcp` instance, or an agent whose TXT is not in.
+                logger.debug("mDNS instance without a device id", metadata: ["instance": "\(service.instanceName)"])
+                lose(service.instanceName)
+                return
+            }
+            // A fresh advertisement means the agent is there.
+            seen[service.instanceName] = device
+            directory?.source(self, sees: device, as: service.instanceName)
+        case .removed(let instance, let reason):
+            logger.debug("mDNS instance gone", metadata: ["instance": "\(instance)", "reason": "\(reason)"])
+            lose(instance)
+        case .enumerationCompleted:
+            directory?.sourceEnumerated(self)
+        }
+    }
+
+    private func lose(_ instance: String) {
+        guard seen.removeValue(forKey: instance) != nil else { return }
+        directory?.source(self, lost: instance)
+    }
+
+    private func checkLiveness() {
+        for (instance, device) in seen {
+            probe(device).whenComplete { [self] result in
+                guard var now = seen[instance], now.info.id == device.info.id else { return }
+                let status: DeviceStatus = result.isSuccess ? .available : .unavailable
+                guard now.status != status else { return }
+                now.status = status
+                seen[instance] = now
+                directory?.source(self, sees: now, as: instance)
+            }
+        }
+    }
+}
+
+extension Result {
+    var isSuccess: Bool {
+        if case .success = self { return true }
+        return false
+    }
+}
