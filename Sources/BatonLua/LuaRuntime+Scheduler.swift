@@ -13,6 +13,9 @@ extension LuaRuntime {
             (thread, ref) = idle
         } else {
             thread = LuaState(lua_newthread(state.pointer)!)
+            // The script's coroutine functions treat it as a main thread (baton_coroutine.c);
+            // an idle coroutine taken above was marked when it was made.
+            baton_mark_task(state.pointer)
             ref = state.ref()
         }
         let task = LuaTask(id: nextTaskID, origin: origin, thread: thread, threadRef: ref)
@@ -91,7 +94,9 @@ extension LuaRuntime {
                     enqueue(task, nargs: early(co))
                 }
             } else {
-                // A plain coroutine.yield() in a task: let the others run, then go on.
+                // Not a wait: the script's coroutine.yield() cannot yield a task's coroutine
+                // (baton_coroutine.c), so only the count hook does, and it ends the run above.
+                // Should anything else, go on after the others.
                 enqueue(task, nargs: 0)
             }
         case LUA_OK:
