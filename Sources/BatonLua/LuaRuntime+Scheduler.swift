@@ -75,6 +75,16 @@ extension LuaRuntime {
         current = task
         var nres: Int32 = 0
         let status = baton_resume(co.pointer, state.pointer, nargs, &nres)
+        var traceback = ""
+        if status != LUA_OK, status != LUA_YIELD {
+            // The task failed. Its traceback first, while the stack is still there.
+            traceback = tracebackOf(co)
+            // The stock lua runs its main chunk in a pcall, which closes the pending
+            // to-be-closed variables on the way out; lua_resume leaves them open, so close
+            // them here: their handlers run, and an error one raises replaces the task's.
+            // Not when the run is being stopped (the count hook would stop them at once).
+            if limits.pointee.stopping == 0 { baton_close_failed(co.pointer) }
+        }
         current = nil
         if let code = exitCode {
             finish(.exited(code))
@@ -102,7 +112,7 @@ extension LuaRuntime {
         case LUA_OK:
             complete(task, results: nres)
         default:
-            fail(task)
+            fail(task, traceback: traceback)
         }
     }
 
@@ -124,10 +134,10 @@ extension LuaRuntime {
         retire(task, threadReusable: true)
     }
 
-    private func fail(_ task: LuaTask) {
+    private func fail(_ task: LuaTask, traceback: String) {
         let co = task.thread
         failed = true
-        let failure = report(task: task)
+        let failure = report(task: task, traceback: traceback)
         task.completion?(.failure(failure))
         if let handle = task.handleRef {
             storeOutcome(handle: handle, on: co, state: TaskHandle.failed)
@@ -177,13 +187,16 @@ extension LuaRuntime {
         }
     }
 
-    @discardableResult
-    private func report(task: LuaTask) -> ScriptFailure {
-        let co = task.thread
-        let message = co.describe(at: -1)
+    private func tracebackOf(_ co: LuaState) -> String {
         luaL_traceback(state.pointer, co.pointer, nil, 0)
-        let traceback = state.toString(at: -1) ?? ""
-        state.pop()
+        defer { state.pop() }
+        return state.toString(at: -1) ?? ""
+    }
+
+    /// Reports the failed task's error, on top of its stack.
+    @discardableResult
+    private func report(task: LuaTask, traceback: String) -> ScriptFailure {
+        let message = task.thread.describe(at: -1)
         let failure = ScriptFailure(message: message, traceback: traceback, context: task.context)
         options.reportFailure(failure)
         return failure

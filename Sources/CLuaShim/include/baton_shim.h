@@ -62,6 +62,9 @@ void baton_stop(lua_State *L, const char *message);
 
 /* Resumes a coroutine with the cap and collector on. */
 int baton_resume(lua_State *co, lua_State *from, int nargs, int *nresults);
+/* Closes the pending to-be-closed variables of co, a coroutine that failed, with the cap and
+   the collector on; leaves the error (a __close handler's, if one raised) on top of co. */
+void baton_close_failed(lua_State *co);
 /* lua_pcall with a traceback message handler, the cap and the collector on. */
 int baton_pcall_traceback(lua_State *L, int nargs, int nresults);
 
