@@ -16,15 +16,16 @@ extension LuaRuntime {
         installClientFunctions(module: m)
         installDiscoveryFunctions(module: m)
 
-        // Internal functions the prelude needs; not visible to scripts.
-        lua.newTable()
-        let host = lua.top
-        lua_pushlightuserdata(lua.pointer, baton_wait_sentinel())
-        lua.rawSet(host, field: "sentinel")
-        register("abandon_wait", in: host, qualifier: "baton") { call in
+        // The coroutine library, with waits inside coroutines relayed to the scheduler.
+        pushFunction(named: "baton.abandon_wait") { call in
             if let task = call.runtime.current { call.runtime.abandonWait(of: task) }
             return .values(0)
         }
+        baton_open_coroutines(lua.pointer)
+
+        // Internal functions the prelude needs; not visible to scripts.
+        lua.newTable()
+        let host = lua.top
         register("log", in: host, qualifier: "baton.log") { call in
             let level = try call.string(1)
             let message = try call.string(2)

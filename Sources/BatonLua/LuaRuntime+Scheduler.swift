@@ -13,6 +13,9 @@ extension LuaRuntime {
             (thread, ref) = idle
         } else {
             thread = LuaState(lua_newthread(state.pointer)!)
+            // The script's coroutine functions treat it as a main thread (baton_coroutine.c);
+            // an idle coroutine taken above was marked when it was made.
+            baton_mark_task(state.pointer)
             ref = state.ref()
         }
         let task = LuaTask(id: nextTaskID, origin: origin, thread: thread, threadRef: ref)
@@ -72,6 +75,16 @@ extension LuaRuntime {
         current = task
         var nres: Int32 = 0
         let status = baton_resume(co.pointer, state.pointer, nargs, &nres)
+        var traceback = ""
+        if status != LUA_OK, status != LUA_YIELD {
+            // The task failed. Its traceback first, while the stack is still there.
+            traceback = tracebackOf(co)
+            // The stock lua runs its main chunk in a pcall, which closes the pending
+            // to-be-closed variables on the way out; lua_resume leaves them open, so close
+            // them here: their handlers run, and an error one raises replaces the task's.
+            // Not when the run is being stopped (the count hook would stop them at once).
+            if limits.pointee.stopping == 0 { baton_close_failed(co.pointer) }
+        }
         current = nil
         if let code = exitCode {
             finish(.exited(code))
@@ -91,13 +104,15 @@ extension LuaRuntime {
                     enqueue(task, nargs: early(co))
                 }
             } else {
-                // A plain coroutine.yield() in a task: let the others run, then go on.
+                // Not a wait: the script's coroutine.yield() cannot yield a task's coroutine
+                // (baton_coroutine.c), so only the count hook does, and it ends the run above.
+                // Should anything else, go on after the others.
                 enqueue(task, nargs: 0)
             }
         case LUA_OK:
             complete(task, results: nres)
         default:
-            fail(task)
+            fail(task, traceback: traceback)
         }
     }
 
@@ -119,10 +134,10 @@ extension LuaRuntime {
         retire(task, threadReusable: true)
     }
 
-    private func fail(_ task: LuaTask) {
+    private func fail(_ task: LuaTask, traceback: String) {
         let co = task.thread
         failed = true
-        let failure = report(task: task)
+        let failure = report(task: task, traceback: traceback)
         task.completion?(.failure(failure))
         if let handle = task.handleRef {
             storeOutcome(handle: handle, on: co, state: TaskHandle.failed)
@@ -172,13 +187,16 @@ extension LuaRuntime {
         }
     }
 
-    @discardableResult
-    private func report(task: LuaTask) -> ScriptFailure {
-        let co = task.thread
-        let message = co.describe(at: -1)
+    private func tracebackOf(_ co: LuaState) -> String {
         luaL_traceback(state.pointer, co.pointer, nil, 0)
-        let traceback = state.toString(at: -1) ?? ""
-        state.pop()
+        defer { state.pop() }
+        return state.toString(at: -1) ?? ""
+    }
+
+    /// Reports the failed task's error, on top of its stack.
+    @discardableResult
+    private func report(task: LuaTask, traceback: String) -> ScriptFailure {
+        let message = task.thread.describe(at: -1)
         let failure = ScriptFailure(message: message, traceback: traceback, context: task.context)
         options.reportFailure(failure)
         return failure

@@ -98,6 +98,12 @@ int baton_resume(lua_State *co, lua_State *from, int nargs, int *nresults) {
     return status;
 }
 
+void baton_close_failed(lua_State *co) {
+    baton_enter_lua(co);
+    lua_resetthread(co);
+    baton_leave_lua(co);
+}
+
 static int traceback_handler(lua_State *L) {
     const char *msg = lua_tostring(L, 1);
     if (msg == NULL) {

@@ -83,21 +83,18 @@ enum BatonProcess {
     /// starts only once a child has actually been launched.
     private static let slots = AsyncSlots(count: 4)
 
-    /// Runs `baton ARGS...` and returns its exit code and output. A child still running after
-    /// ``wallClockLimit`` is killed and the test fails.
+    /// Runs `baton ARGS...` (or `program ARGS...`) and returns its exit code and output. A
+    /// child still running after ``wallClockLimit`` is killed and the test fails.
     static func run(
         _ arguments: [String],
+        program: URL? = nil,
         stdin: Data? = nil,
         environment: [String: String]? = nil,
         directory: URL? = nil,
         limit: Double = wallClockLimit,
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> BatonResult {
-        let url: URL
-        switch executable {
-        case .success(let u): url = u
-        case .failure(let error): throw error
-        }
+        let url = try program ?? executable.get()
         _ = ignoreSIGPIPE
         await slots.acquire()
         let result: BatonResult
@@ -119,7 +116,7 @@ enum BatonProcess {
         }
         await slots.release()
         if result.killedByGuard {
-            let what = "baton \(arguments.joined(separator: " ")) did not finish: still running after "
+            let what = "\(url.lastPathComponent) \(arguments.joined(separator: " ")) did not finish: still running after "
                 + "\(Int(limit)) s (killed), or its output never closed"
             Issue.record("\(what)\n\(result)", sourceLocation: sourceLocation)
         }

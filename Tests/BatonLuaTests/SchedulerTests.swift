@@ -151,7 +151,7 @@ struct SchedulerTests {
         #expect(record.values.last == .string("still running"))
     }
 
-    @Test("a coroutine the script makes can wait; its own yields still reach its own resume")
+    @Test("a coroutine the script makes can wait; its own yields still reach its own resume; a task's own coroutine cannot yield")
     func userCoroutines() async throws {
         let (outcome, record) = try await runScript("""
             local gen = coroutine.wrap(function(a)
@@ -165,14 +165,44 @@ struct SchedulerTests {
             local ok1, v1 = coroutine.resume(co)
             local ok2, e2 = coroutine.resume(co)
             capture(tostring(ok1) .. " " .. v1); capture(tostring(ok2) .. " " .. e2); capture(coroutine.status(co))
-            -- a plain yield in a task just lets the others run
-            local t = baton.spawn(function() for i = 1, 3 do coroutine.yield() end return "yielded" end)
-            capture(t:wait())
+            -- a task's coroutine is a main thread to the script, as the main chunk is to lua
+            local t = baton.spawn(function() return pcall(coroutine.yield) end)
+            capture(select(2, t:wait()))
             """)
         #expect(outcome == .completed, "\(record.failures)")
         #expect(record.values == [
-            .int(2), .int(11), .string("true y"), .string("false inner boom"), .string("dead"), .string("yielded"),
+            .int(2), .int(11), .string("true y"), .string("false inner boom"), .string("dead"),
+            .string("attempt to yield from outside a coroutine"),
         ])
+    }
+
+    @Test("a task the host starts is a main thread to the script, also when it reuses a finished one's coroutine")
+    func hostTaskIsMainThread() async throws {
+        let (outcome, record) = try await runScript("""
+            local threads = {}
+            local function probe()
+              local co, main = coroutine.running()
+              threads[#threads + 1] = co
+              capture(select(2, pcall(coroutine.yield))); capture(coroutine.isyieldable()); capture(main)
+            end
+            host_run(probe)
+            baton.sleep(0.01)
+            host_run(probe)
+            baton.sleep(0.01)
+            capture(threads[1] == threads[2])
+            """) { runtime in
+            runtime.registerGlobal("host_run") { call in
+                let runtime = call.runtime
+                let function = runtime.reference(at: 1, on: call.lua)
+                runtime.startTask(function: function, name: "host task", arguments: { _ in 0 }) { _ in
+                    runtime.release(function)
+                }
+                return .values(0)
+            }
+        }
+        #expect(outcome == .completed, "\(record.failures)")
+        let probe: [Value] = [.string("attempt to yield from outside a coroutine"), .bool(false), .bool(true)]
+        #expect(record.values == probe + probe + [.bool(true)])
     }
 
     @Test("baton.exit ends the run at once with its code, from any task")

@@ -41,6 +41,16 @@ void baton_push_host_function(lua_State *L, void *box);
 /* The value a waiting host function yields; a task that yields it is waiting on the host. */
 void *baton_wait_sentinel(void);
 
+/* Replaces coroutine.resume, wrap, yield, isyieldable, running, status and close with Baton's
+   (baton_coroutine.c): Lua's own, except that a Baton wait inside a coroutine reaches the
+   scheduler, and that a task's coroutine looks like a main thread. Pops the host function
+   that abandons the current task's wait, which they call where a wait cannot reach the
+   scheduler. */
+void baton_open_coroutines(lua_State *L);
+
+/* Marks the thread on top of L's stack as a task's coroutine (leaves it there). */
+void baton_mark_task(lua_State *L);
+
 /* Lua code runs only between these two: the memory cap applies only inside, so that an
    allocation made by Swift code never fails with a longjmp. */
 void baton_enter_lua(lua_State *L);
@@ -52,6 +62,9 @@ void baton_stop(lua_State *L, const char *message);
 
 /* Resumes a coroutine with the cap and collector on. */
 int baton_resume(lua_State *co, lua_State *from, int nargs, int *nresults);
+/* Closes the pending to-be-closed variables of co, a coroutine that failed, with the cap and
+   the collector on; leaves the error (a __close handler's, if one raised) on top of co. */
+void baton_close_failed(lua_State *co);
 /* lua_pcall with a traceback message handler, the cap and the collector on. */
 int baton_pcall_traceback(lua_State *L, int nargs, int nresults);
 
