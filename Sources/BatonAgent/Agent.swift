@@ -91,7 +91,9 @@ public final class Agent: @unchecked Sendable {
     /// reason logged.
     /// A caller of another account (`anonymous`) reaches only apps marked anonymous; anything
     /// else it asks for is `denied_by_remote_system`, and nothing runs.
-    public func launch(_ request: LaunchRequest, from caller: AuthorizationKind = .sameAccount) -> EventLoopFuture<(LaunchStatus, String)> {
+    public func launch(
+        _ request: LaunchRequest, from caller: AuthorizationKind = .sameAccount, context: RequestContext? = nil
+    ) -> EventLoopFuture<(LaunchStatus, String)> {
         runtime.eventLoop.flatSubmit { [self] in
             let target = configuration.resolve(request)
             if caller == .anonymous, let refusal = Self.anonymousRefusal(target) {

@@ -35,18 +35,20 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         return agent.configuration.device
     }
 
-    func connectionDescribe(_ connection: PeerConnection) -> EventLoopFuture<DeviceDescription> {
+    func connectionDescribe(_ connection: PeerConnection, context: RequestContext) -> EventLoopFuture<DeviceDescription> {
         // Strangers see only the apps they may use.
         let anonymous = caller(connection) == .anonymous
         let apps = agent.configuration.apps.filter { !anonymous || $0.info.anonymous }.map(\.info)
         return connection.eventLoop.makeSucceededFuture(DeviceDescription(device: agent.configuration.device, apps: apps))
     }
 
-    func connection(_ connection: PeerConnection, launch request: LaunchRequest) -> EventLoopFuture<(LaunchStatus, String)> {
-        agent.launch(request, from: caller(connection))
+    func connection(_ connection: PeerConnection, launch request: LaunchRequest, context: RequestContext) -> EventLoopFuture<(LaunchStatus, String)> {
+        agent.launch(request, from: caller(connection), context: context)
     }
 
-    func connection(_ connection: PeerConnection, open service: String, app: String, channelID: UInt64) -> EventLoopFuture<OpenAnswer> {
+    func connection(
+        _ connection: PeerConnection, open service: String, app: String, channelID: UInt64, context: RequestContext
+    ) -> EventLoopFuture<OpenAnswer> {
         let (status, detail) = agent.openStatus(app: app, service: service, from: caller(connection))
         guard status == .success else { return connection.eventLoop.makeSucceededFuture(.refused(status, detail)) }
         let object = agent.makeChannelObject(connection: number, channel: channelID, app: app, service: service)
@@ -58,7 +60,7 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         return connection.eventLoop.makeSucceededFuture(.success(channel))
     }
 
-    func connection(_ connection: PeerConnection, join request: JoinRequest) -> EventLoopFuture<JoinAnswer> {
+    func connection(_ connection: PeerConnection, join request: JoinRequest, context: RequestContext) -> EventLoopFuture<JoinAnswer> {
         // Enrolment reads and writes the account's folder under its lock: off the loop.
         let (agent, store, caller, peer) = (agent, agent.trustStore, connection.peerIdentity, connection.remoteDescription)
         return NIOThreadPool.singleton.runIfActive(eventLoop: connection.eventLoop) {

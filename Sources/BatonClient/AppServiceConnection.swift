@@ -34,29 +34,32 @@ public final class AppServiceConnection: ServiceChannelHandler, @unchecked Senda
         channelID = id
     }
 
-    /// Sends `message` and waits for the reply: `success` with the message, or another status
+    /// Sends `message` and waits for the reply, `timeout` at most (nil: the client's
+    /// `requestTimeout`): `success` with the message, or another status
     /// (`remote_system_unavailable` if the connection is lost, `message_size_too_large` if it
-    /// is over the agent's limit, `app_service_connection_closed` if the channel closed).
-    public func send(_ message: ValueDictionary) -> EventLoopFuture<ServiceReply> {
+    /// is over the agent's limit, `app_service_connection_closed` if the channel closed,
+    /// `unknown` with "timed out" when the timeout passes).
+    public func send(_ message: ValueDictionary, timeout: TimeAmount? = nil) -> EventLoopFuture<ServiceReply> {
         let loop = connection.eventLoop
+        let deadline = timeout.map { NIODeadline.now() + $0 }
         // Callers on the connection's loop (scripts, the benchmark) need no hop.
-        if loop.inEventLoop { return sendOnLoop(message) }
-        return loop.flatSubmit { [self] in sendOnLoop(message) }
+        if loop.inEventLoop { return sendOnLoop(message, deadline: deadline) }
+        return loop.flatSubmit { [self] in sendOnLoop(message, deadline: deadline) }
     }
 
-    private func sendOnLoop(_ message: ValueDictionary) -> EventLoopFuture<ServiceReply> {
+    private func sendOnLoop(_ message: ValueDictionary, deadline: NIODeadline?) -> EventLoopFuture<ServiceReply> {
         let loop = connection.eventLoop
         guard closedStatus == nil else {
             return loop.makeSucceededFuture(ServiceReply(status: .appServiceConnectionClosed, detail: "the channel is closed"))
         }
         let promise = loop.makePromise(of: ServiceReply.self)
-        connection.send(channel: channelID, message: ServiceMessage(message), completion: promise.succeed)
+        connection.send(channel: channelID, message: ServiceMessage(message), deadline: deadline, completion: promise.succeed)
         return promise.futureResult
     }
 
-    /// As ``send(_:)``, with async/await.
-    public func send(_ message: ValueDictionary) async -> ServiceReply {
-        (try? await send(message).get()) ?? ServiceReply(status: .unknown)
+    /// As ``send(_:timeout:)``, with async/await.
+    public func send(_ message: ValueDictionary, timeout: TimeAmount? = nil) async -> ServiceReply {
+        (try? await send(message, timeout: timeout).get()) ?? ServiceReply(status: .unknown)
     }
 
     /// Closes the channel; the service hears `completed`. Closing twice does nothing.

@@ -21,6 +21,9 @@ public final class BatonClient: @unchecked Sendable {
     public struct Options: Sendable {
         /// How long connecting and the handshake may take, per route.
         public var connectTimeout: TimeAmount = .seconds(3)
+        /// How long a call waits for its answer, connecting included, unless it says otherwise;
+        /// the agent hears it too, and stops the work when it passes.
+        public var requestTimeout: TimeAmount = .seconds(30)
         /// The largest frame this side accepts.
         public var limits = FrameLimits()
         /// Who this client says it is in Hello.
@@ -82,10 +85,12 @@ public final class BatonClient: @unchecked Sendable {
             return eventLoop.makeFailedFuture(BatonClientError.unreachable("\(device): no route to it is known"))
         }
         let hello = Hello(deviceID: options.deviceID, deviceName: options.deviceName)
+        var timing = options.timing
+        timing.requestTimeout = options.requestTimeout
         let attempt = PeerConnector.connect(
             host: address.host, port: address.port, on: eventLoop, security: options.security,
             expecting: device.expectation(unlisted: options.unlistedAgents), hello: hello,
-            connectTimeout: options.connectTimeout, limits: options.limits, timing: options.timing, logger: logger)
+            connectTimeout: options.connectTimeout, limits: options.limits, timing: timing, logger: logger)
         guard routes.count > 1 else { return attempt }
         return attempt.flatMapError { [self] error in
             if error is PeerConnectionError { return eventLoop.makeFailedFuture(error) }
@@ -94,10 +99,33 @@ public final class BatonClient: @unchecked Sendable {
         }
     }
 
-    /// Launches `request` on `device`; the status and, if not `success`, why.
-    public func launch(_ request: LaunchRequest, on device: DeviceTarget) -> EventLoopFuture<(LaunchStatus, String)> {
-        connection(to: device).flatMap { $0.launch(request) }.recover { error in
+    /// The deadline of a call that waits `timeout` (nil: ``Options/requestTimeout``) from now.
+    private func deadline(_ timeout: TimeAmount?) -> NIODeadline {
+        .now() + (timeout ?? options.requestTimeout)
+    }
+
+    /// `future`, or `timedOut`'s value if `deadline` passes first (while connecting, say).
+    private func racing<T: Sendable>(
+        _ future: EventLoopFuture<T>, until deadline: NIODeadline, _ timedOut: @escaping @Sendable (String) -> T
+    ) -> EventLoopFuture<T> {
+        let promise = eventLoop.makePromise(of: T.self)
+        let within = DurationText.format(.nanoseconds((deadline - .now()).nanoseconds))
+        let timer = eventLoop.scheduleTask(deadline: deadline) { promise.succeed(timedOut("timed out: no answer within \(within)")) }
+        future.hop(to: eventLoop).whenComplete { result in
+            timer.cancel()
+            promise.completeWith(result)
+        }
+        return promise.futureResult
+    }
+
+    /// Launches `request` on `device`, waiting `timeout` at most (nil: ``Options/requestTimeout``):
+    /// the status and, if not `success`, why (`unknown`, "timed out: ...", when it passes).
+    public func launch(_ request: LaunchRequest, on device: DeviceTarget, timeout: TimeAmount? = nil) -> EventLoopFuture<(LaunchStatus, String)> {
+        let deadline = deadline(timeout)
+        let launched = connection(to: device).flatMap { $0.launch(request, deadline: deadline) }.recover { error in
             switch error as? PeerConnectionError {
+            case .timedOut(let detail)?:
+                return (.unknown, detail)
             case .tooLarge(let size, let limit)?:
                 return (.valueSetTooLarge, "the launch data is \(size) bytes, over the agent's limit of \(limit)")
             case .untrustedPeer?:
@@ -108,43 +136,60 @@ public final class BatonClient: @unchecked Sendable {
                 return (.remoteSystemUnavailable, Self.describe(error, device: device))
             }
         }
+        return racing(launched, until: deadline) { (.unknown, $0) }
     }
 
-    /// The device and its apps.
-    public func describe(_ device: DeviceTarget) -> EventLoopFuture<(DeviceInfo, [AppInfo])> {
-        connection(to: device).flatMap { $0.describe() }.map { description in
-            (description.device, description.apps)
-        }.flatMapErrorThrowing { error in
-            throw BatonClientError.unreachable(Self.describe(error, device: device))
+    /// The device and its apps, waiting `timeout` at most; fails with ``BatonClientError``.
+    public func describe(_ device: DeviceTarget, timeout: TimeAmount? = nil) -> EventLoopFuture<(DeviceInfo, [AppInfo])> {
+        let deadline = deadline(timeout)
+        let described = connection(to: device).flatMap { $0.describe(deadline: deadline) }.map { description -> Result<(DeviceInfo, [AppInfo]), BatonClientError> in
+            .success((description.device, description.apps))
+        }.recover { error in
+            if case .timedOut(let detail)? = error as? PeerConnectionError { return .failure(.timedOut(detail)) }
+            return .failure(.unreachable(Self.describe(error, device: device)))
         }
+        return racing(described, until: deadline) { .failure(.timedOut($0)) }.flatMapResult { $0 }
     }
 
-    /// Opens a channel to `service` of `app` on `device`: the connection on `success`, else nil
-    /// and the status with why.
-    public func openService(_ service: String, app: String, on device: DeviceTarget) -> EventLoopFuture<(AppServiceConnection?, OpenStatus, String)> {
-        connection(to: device).flatMap { connection in
+    /// Opens a channel to `service` of `app` on `device`, waiting `timeout` at most: the
+    /// connection on `success`, else nil and the status with why.
+    public func openService(
+        _ service: String, app: String, on device: DeviceTarget, timeout: TimeAmount? = nil
+    ) -> EventLoopFuture<(AppServiceConnection?, OpenStatus, String)> {
+        let deadline = deadline(timeout)
+        let opened = connection(to: device).flatMap { connection in
             let channel = AppServiceConnection(device: device, app: app, service: service, connection: connection)
-            return connection.open(service: service, app: app, handler: channel).map { id, status, detail in
+            return connection.open(service: service, app: app, handler: channel, deadline: deadline).map { id, status, detail in
                 guard let id else { return (nil, status, detail) }
                 channel.opened(id)
                 return (channel, .success, "")
             }
-        }.recover { error in
+        }.recover { error -> (AppServiceConnection?, OpenStatus, String) in
             switch error as? PeerConnectionError {
+            case .timedOut(let detail)?: (nil, .unknown, detail)
             case .untrustedPeer?, .refusedByPeer?: (nil, .notAuthorized, Self.describe(error, device: device))
             default: (nil, .remoteSystemUnavailable, Self.describe(error, device: device))
             }
         }
+        return racing(opened, until: deadline) { (nil, .unknown, $0) }
     }
 
-    /// Sends one message on a channel opened for it, then closes the channel.
-    public func send(_ message: ValueDictionary, to service: String, app: String, on device: DeviceTarget) -> EventLoopFuture<ServiceReply> {
-        openService(service, app: app, on: device).flatMap { [self] channel, status, detail in
+    /// Sends one message on a channel opened for it, then closes the channel; `timeout` (nil:
+    /// ``Options/requestTimeout``) covers the whole.
+    public func send(
+        _ message: ValueDictionary, to service: String, app: String, on device: DeviceTarget, timeout: TimeAmount? = nil
+    ) -> EventLoopFuture<ServiceReply> {
+        let deadline = deadline(timeout)
+        return openService(service, app: app, on: device, timeout: deadline - .now()).flatMap { [self] channel, status, detail in
             guard let channel else {
-                let replyStatus: ResponseStatus = status == .remoteSystemUnavailable ? .remoteSystemUnavailable : .failure
+                let replyStatus: ResponseStatus = switch status {
+                case .remoteSystemUnavailable: .remoteSystemUnavailable
+                case .unknown: .unknown
+                default: .failure
+                }
                 return eventLoop.makeSucceededFuture(ServiceReply(status: replyStatus, detail: "open: \(status.rawValue)\(detail.isEmpty ? "" : ": " + detail)"))
             }
-            return channel.send(message).always { _ in channel.close() }
+            return channel.send(message, timeout: deadline - .now()).always { _ in channel.close() }
         }
     }
 
@@ -175,11 +220,15 @@ public final class BatonClient: @unchecked Sendable {
 
 /// Why a client call that has no status of its own failed.
 public enum BatonClientError: Error, Sendable, CustomStringConvertible {
+    /// The device could not be reached, or would not answer.
     case unreachable(String)
+    /// No answer came within the call's timeout.
+    case timedOut(String)
 
     public var description: String {
         switch self {
         case .unreachable(let why): "remote_system_unavailable: \(why)"
+        case .timedOut(let why): why
         }
     }
 }

@@ -51,6 +51,17 @@ public struct RemoteDevice: Sendable, Equatable {
             self.port = port
         }
 
+        /// Parses `host:port` (`[v6]:port`); nil if it is not one, or the port is not
+        /// 1...65535 (0...65535 when `allowingPortZero`, for an address to listen on).
+        public init?(_ text: String, allowingPortZero: Bool = false) {
+            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+                  (allowingPortZero ? 0 : 1)...65535 ~= port else { return nil }
+            var host = String(text[..<colon])
+            if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            guard !host.isEmpty, !host.contains(" ") else { return nil }
+            self.init(host: host, port: port)
+        }
+
         /// `host:port`, with brackets around an IPv6 host.
         public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     }

@@ -67,7 +67,7 @@ extension LuaRuntime {
             lua.rawGet(position, field: "address")
             let address = lua.toString(at: -1)
             lua.pop()
-            let routes = (addresses ?? address.map { [$0] } ?? []).compactMap(DeviceAddress.init).map(DeviceRoute.tcp)
+            let routes = (addresses ?? address.map { [$0] } ?? []).compactMap { DeviceAddress($0) }.map(DeviceRoute.tcp)
             guard !routes.isEmpty else {
                 throw call.argumentError(position, "device table without an address (find it with baton.find)")
             }

@@ -22,6 +22,9 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
         public var pingAfter: TimeAmount = .seconds(15)
         /// Silence after which the peer is taken for dead (Goodbye `timeout`).
         public var deadAfter: TimeAmount = .seconds(45)
+        /// How long a request waits for its answer when its caller gives no deadline; and how
+        /// long a request of the peer may be served when the peer gives none.
+        public var requestTimeout: TimeAmount = .seconds(30)
         /// How long the event loop keeps polling the socket after traffic instead of sleeping,
         /// so that an answer or the next request is read without waiting for a CPU to wake
         /// (see ``BusyPoll``). Zero lets the loop sleep at once. Costs at most this much CPU
@@ -55,16 +58,23 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
     /// Called after this connection adopted a newer revocation list from its peer.
     var revocationListAdopted: (() -> Void)?
 
-    private var session: SessionStateMachine
-    private var multiplexer = RequestMultiplexer()
-    private let link: any Link
+    let timing: Timing
+    var session: SessionStateMachine
+    var multiplexer = RequestMultiplexer()
+    let link: any Link
     private let hello: Hello?
     private var handshake: EventLoopPromise<Void>?
     /// Why the connection could not come up, for the handshake's future.
     private var failure: PeerConnectionError?
+    /// The keepalive's timer, at the state machine's next deadline.
     private var timer: Scheduled<Void>?
     private var timerDeadline: NIODeadline?
-    private var drained: (() -> Void)?
+    /// Requests' deadlines: one timer at the earliest, of either end's requests.
+    private var deadlineTimer: Scheduled<Void>?
+    private var deadlineTimerAt: NIODeadline?
+    /// Requests of the peer being served, by id.
+    var inFlight: [UInt64: InFlight] = [:]
+    var drained: (() -> Void)?
     private let closed: EventLoopPromise<Void>
 
     /// A connection over `link`, which must not have started yet (make the connection its
@@ -81,7 +91,8 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
         self.trustStore = trustStore
         self.delegate = delegate
         self.logger = logger
-        session = SessionStateMachine(role: role == .client ? .client : .server, limits: limits, timing: timing.session, now: .now())
+        self.timing = timing
+        session = SessionStateMachine(role: role == .client ? .client : .server, limits: limits, timing: timing.session, now: eventLoop.now)
         closed = eventLoop.makePromise()
         if role == .client { handshake = eventLoop.makePromise() }
     }
@@ -109,7 +120,7 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
         if role == .client, peer.authorization == .sameAccount, let list = trustStore?.revocationListText {
             hello?.revocationList = list
         }
-        if let frame = session.linkEstablished(hello: hello ?? (role == .client ? Hello() : nil), now: .now()) { write(frame) }
+        if let frame = session.linkEstablished(hello: hello ?? (role == .client ? Hello() : nil), now: eventLoop.now) { write(frame) }
         armTimer()
     }
 
@@ -117,7 +128,7 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
         if case .oversized(let oversized) = event {
             logger.warning("frame over the size limit", metadata: ["peer": "\(remoteDescription)", "frame": "\(oversized)"])
         }
-        perform(session.receive(event, now: .now()))
+        perform(session.receive(event, now: eventLoop.now))
     }
 
     public func link(_ link: any Link, failed linkFailure: LinkFailure) {
@@ -148,6 +159,9 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
     public func linkClosed(_ link: any Link) {
         timer?.cancel()
         timer = nil
+        deadlineTimer?.cancel()
+        deadlineTimer = nil
+        cancelServing()
         let reason = session.linkClosed("the peer closed the connection")
         handshake?.fail(failure ?? .closed(reason))
         handshake = nil
@@ -260,206 +274,6 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
         }
     }
 
-    // MARK: serving the peer's requests
-
-    private func serve(_ frame: Frame) {
-        let delegate = self.delegate ?? RefusingDelegate.shared
-        switch frame {
-        case .describeRequest(let id):
-            answer(delegate.connectionDescribe(self), to: frame) { .describeResponse(requestID: id, .success($0)) }
-        case .launchRequest(let id, .failure(let error)):
-            answer(.launchResponse(requestID: id, status: .unknown, detail: "bad launch data: \(error)"))
-        case .launchRequest(let id, .success(let request)):
-            answer(delegate.connection(self, launch: request), to: frame) { .launchResponse(requestID: id, status: $0.0, detail: $0.1) }
-        case .openServiceRequest(let id, let channel, let service, let app):
-            guard !multiplexer.isOpen(channel) else {
-                return answer(refusal(frame, .channelAlreadyOpen))
-            }
-            answer(delegate.connection(self, open: service, app: app, channelID: channel), to: frame) { [self] answer in
-                if answer.status == .success, let handler = answer.handler, isOpen { multiplexer.open(channel, handler: handler) }
-                return .openServiceResponse(requestID: id, status: answer.status, detail: answer.detail)
-            }
-        case .serviceRequest(let channel, let id, let message):
-            guard let handler = multiplexer.handler(of: channel) else {
-                return answer(refusal(frame, .channelNotOpen))
-            }
-            handler.channel(channel, of: self, request: message, responder: ServiceResponder(connection: self, channelID: channel, requestID: id))
-        case .joinRequest(let id, let request):
-            answer(delegate.connection(self, join: request), to: frame) { .joinResponse(requestID: id, $0) }
-        default:
-            preconditionFailure("\(frame) is not a request")
-        }
-    }
-
-    private func refusal(_ request: Frame, _ why: Refusal) -> Frame {
-        SessionStateMachine.refusal(RequestHead(request)!, why)!
-    }
-
-    /// Answers `request` with what `future` gives, made into a frame by `make`; a failed future
-    /// gets the refusal of its kind.
-    private func answer<T: Sendable>(_ future: EventLoopFuture<T>, to request: Frame, _ make: @escaping (T) -> Frame) {
-        let make = NIOLoopBound(make, eventLoop: eventLoop)
-        future.hop(to: eventLoop).whenComplete { [self] result in
-            switch result {
-            case .success(let value): answer(make.value(value))
-            case .failure(let error): answer(refusal(request, .failed("\(error)")))
-            }
-        }
-    }
-
-    /// Sends the answer to one of the peer's requests (if the connection is still there); one
-    /// over the peer's frame limit goes as the too-large answer of its kind.
-    func answer(_ frame: Frame) {
-        if session.answered() {
-            if case .tooLarge(let size, let limit)? = write(frame), let fallback = SessionStateMachine.fallback(for: frame, size: size, limit: limit) {
-                logger.warning("answer over the peer's frame limit", metadata: ["size": "\(size)", "limit": "\(limit)"])
-                write(fallback)
-            }
-        }
-        if session.isDrained { drained?() }
-    }
-
-    /// Answers a ServiceRequest `success` with the message `source` writes; false, answering
-    /// nothing, when `source` gives up.
-    func answer(channelID: UInt64, requestID: UInt64, source: some MessageSource) -> Bool {
-        guard session.isOpen || session.phase == .draining else {
-            // Nobody to tell any more.
-            _ = session.answered()
-            return true
-        }
-        var gaveUp = false
-        let problem = link.write(limit: session.peerLimits.maxFrameSize) { out, limit throws(WireError) in
-            gaveUp = try !FrameEncoder.encodeServiceResponse(
-                channelID: channelID, requestID: requestID, source: source, into: &out, maxFrameSize: limit)
-        }
-        guard !gaveUp else { return false }
-        if case .frameTooLarge(let size, let limit)? = problem {
-            // Counted once, by the answer that takes its place.
-            answer(SessionStateMachine.fallback(
-                for: .serviceResponse(channelID: channelID, requestID: requestID, reply: ServiceReply(status: .success)),
-                size: size, limit: limit)!)
-            return true
-        }
-        _ = session.answered()
-        if session.isDrained { drained?() }
-        return true
-    }
-
-    // MARK: sending
-
-    /// Writes `frame` to the link; the peer's frame limit applies.
-    @discardableResult
-    private func write(_ frame: Frame) -> PeerConnectionError? {
-        let problem = link.write(limit: session.peerLimits.maxFrameSize) { out, limit throws(WireError) in
-            try FrameEncoder.encode(frame, into: &out, maxFrameSize: limit)
-        }
-        switch problem {
-        case nil: return nil
-        case .frameTooLarge(let size, let limit)?: return .tooLarge(size: size, limit: limit)
-        case let error?: return .closed("\(error)")
-        }
-    }
-
-    /// Sends the request `make` builds with a fresh id; `completion` gets the answer, or why
-    /// there is none.
-    private func request(channel: UInt64? = nil, _ make: (UInt64) -> Frame, _ completion: @escaping RequestMultiplexer.Waiter) {
-        eventLoop.preconditionInEventLoop()
-        guard isOpen else { return completion(.failure(.closed(session.closedReason ?? "not connected"))) }
-        let id = multiplexer.makeRequestID()
-        if let problem = write(make(id)) { return completion(.failure(problem)) }
-        multiplexer.await(id, channel: channel, completion)
-    }
-
-    /// As ``request(channel:_:_:)``, answered by the frame `extract` finds in the answer.
-    private func request<T: Sendable>(_ make: (UInt64) -> Frame, _ extract: @escaping (Frame) -> T?) -> EventLoopFuture<T> {
-        let promise = eventLoop.makePromise(of: T.self)
-        request(make) { result in
-            switch result {
-            case .success(let frame):
-                guard let value = extract(frame) else {
-                    return promise.fail(PeerConnectionError.closed("the peer answered with \(frame)"))
-                }
-                promise.succeed(value)
-            case .failure(let error):
-                promise.fail(error)
-            }
-        }
-        return promise.futureResult
-    }
-
-    /// Asks for the device and its apps; fails when the agent would not say.
-    public func describe() -> EventLoopFuture<DeviceDescription> {
-        request({ .describeRequest(requestID: $0) }) { frame -> Result<DeviceDescription, PeerConnectionError>? in
-            guard case .describeResponse(_, let result) = frame else { return nil }
-            switch result {
-            case .success(let description?): return .success(description)
-            case .success(nil): return .failure(.refusedByPeer("the agent did not describe itself (is it shutting down?)"))
-            case .failure(let error): return .failure(.refusedByPeer("the agent's description is not valid: \(error)"))
-            }
-        }.flatMapResult { $0 }
-    }
-
-    /// Asks the peer to launch `request`: the status and, if not `success`, why.
-    public func launch(_ request: LaunchRequest) -> EventLoopFuture<(LaunchStatus, String)> {
-        self.request({ .launchRequest(requestID: $0, .success(request)) }) { frame in
-            guard case .launchResponse(_, let status, let detail) = frame else { return nil }
-            return (status, detail)
-        }
-    }
-
-    /// Asks the agent to enrol this device with an invite code.
-    public func join(_ request: JoinRequest) -> EventLoopFuture<JoinAnswer> {
-        self.request({ .joinRequest(requestID: $0, request) }) { frame in
-            guard case .joinResponse(_, let answer) = frame else { return nil }
-            return answer
-        }
-    }
-
-    /// Opens a channel to `service` of `app`, served on this end by `handler` (the peer's
-    /// requests on it, and its closing): on `success`, the channel's id.
-    public func open(service: String, app: String, handler: any ServiceChannelHandler) -> EventLoopFuture<(channelID: UInt64?, status: OpenStatus, detail: String)> {
-        let channel = multiplexer.makeChannelID()
-        return request({ .openServiceRequest(requestID: $0, channelID: channel, service: service, app: app) }) { [self] frame in
-            guard case .openServiceResponse(_, let status, let detail) = frame else { return nil }
-            guard status == .success, isOpen else { return (nil, status, detail) }
-            multiplexer.open(channel, handler: handler)
-            return (channel, status, detail)
-        }
-    }
-
-    /// Sends a request on an open channel (either end may); `completion` runs once, on the
-    /// loop, with the peer's reply or the status that takes its place: `remote_system_unavailable`
-    /// when the connection is lost, `message_size_too_large` over the peer's limit,
-    /// `app_service_connection_closed` when the channel is not open or closes first.
-    public func send(channel: UInt64, message: ServiceMessage, completion: @escaping (ServiceReply) -> Void) {
-        guard multiplexer.isOpen(channel) else {
-            return completion(ServiceReply(status: .appServiceConnectionClosed, detail: "channel \(channel) is not open"))
-        }
-        request(channel: channel, { .serviceRequest(channelID: channel, requestID: $0, message: message) }) { result in
-            switch result {
-            case .success(.serviceResponse(_, _, let reply)):
-                completion(reply)
-            case .success(let frame):
-                completion(ServiceReply(status: .unknown, detail: "the peer answered with \(frame)"))
-            case .failure(.tooLarge(let size, let limit)):
-                completion(ServiceReply(status: .messageSizeTooLarge, detail: "the message is \(size) bytes, over the agent's limit of \(limit)"))
-            case .failure(let error):
-                completion(ServiceReply(status: .remoteSystemUnavailable, detail: "\(error)"))
-            }
-        }
-    }
-
-    /// Closes a channel from this end: the peer hears `status`; requests this end still waits
-    /// for on it get `app_service_connection_closed`. Its handler is not told (this end knows).
-    public func close(channel: UInt64, status: ClosedStatus = .completed) {
-        guard let (_, completions) = multiplexer.close(channel) else { return }
-        if isOpen || session.phase == .draining { write(.closeService(channelID: channel, status: status)) }
-        for completion in completions { completion.run() }
-    }
-
-    /// Whether channel `id` is open.
-    public func isChannelOpen(_ id: UInt64) -> Bool { multiplexer.isOpen(id) }
-
     // MARK: ending
 
     /// Says goodbye with `reason` and closes.
@@ -489,6 +303,23 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
 
     // MARK: time
 
+    /// Keeps one timer at the earliest deadline of a request of either end: `deadline` is a new
+    /// one. When it fires, requests past theirs are given up, and it is set again.
+    func armDeadlines(_ deadline: NIODeadline) {
+        if let deadlineTimerAt, deadlineTimerAt <= deadline, deadlineTimer != nil { return }
+        deadlineTimer?.cancel()
+        deadlineTimerAt = deadline
+        deadlineTimer = eventLoop.scheduleTask(deadline: deadline) { [self] in
+            deadlineTimer = nil
+            deadlineTimerAt = nil
+            let now = eventLoop.now
+            for completion in multiplexer.expire(at: now) { completion.run() }
+            expireServing(at: now)
+            let next = [multiplexer.earliestDeadline, inFlight.values.lazy.map(\.context.deadline).min()].compactMap { $0 }.min()
+            if let next { armDeadlines(next) }
+        }
+    }
+
     /// Keeps one timer at the state machine's next deadline.
     private func armTimer() {
         guard let deadline = session.nextDeadline else { return }
@@ -498,13 +329,8 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
         timer = eventLoop.scheduleTask(deadline: deadline) { [self] in
             timer = nil
             timerDeadline = nil
-            perform(session.tick(now: .now()))
+            perform(session.tick(now: eventLoop.now))
             armTimer()
         }
     }
-}
-
-/// Answers for a connection that has no delegate: the protocol's polite refusals.
-private final class RefusingDelegate: PeerConnectionDelegate {
-    static let shared = RefusingDelegate()
 }

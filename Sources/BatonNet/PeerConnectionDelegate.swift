@@ -9,16 +9,19 @@ public protocol PeerConnectionDelegate: AnyObject, Sendable {
     /// An agent's answer to a client's Hello: its device; nil refuses the client (Goodbye and
     /// close).
     func connection(_ connection: PeerConnection, hello: Hello) -> DeviceInfo?
-    /// The device and the apps this caller may see.
-    func connectionDescribe(_ connection: PeerConnection) -> EventLoopFuture<DeviceDescription>
+    /// The device and the apps this caller may see. `context` says by when, and whether the
+    /// caller gave up (as for every request below).
+    func connectionDescribe(_ connection: PeerConnection, context: RequestContext) -> EventLoopFuture<DeviceDescription>
     /// A launch: its status and, if not `success`, why.
-    func connection(_ connection: PeerConnection, launch request: LaunchRequest) -> EventLoopFuture<(LaunchStatus, String)>
+    func connection(_ connection: PeerConnection, launch request: LaunchRequest, context: RequestContext) -> EventLoopFuture<(LaunchStatus, String)>
     /// Opening channel `channelID` to `service` of `app`: `success` with the handler that
     /// serves it, or another status and why.
-    func connection(_ connection: PeerConnection, open service: String, app: String, channelID: UInt64) -> EventLoopFuture<OpenAnswer>
+    func connection(
+        _ connection: PeerConnection, open service: String, app: String, channelID: UInt64, context: RequestContext
+    ) -> EventLoopFuture<OpenAnswer>
     /// Enrolling the caller's device with an invite code (only an agent holding the account's
     /// key can); the default answers `not_supported`.
-    func connection(_ connection: PeerConnection, join request: JoinRequest) -> EventLoopFuture<JoinAnswer>
+    func connection(_ connection: PeerConnection, join request: JoinRequest, context: RequestContext) -> EventLoopFuture<JoinAnswer>
     /// The connection is gone; `reason` says why, for logs. Its channels' handlers heard first.
     func connectionClosed(_ connection: PeerConnection, reason: String)
 }
@@ -56,19 +59,21 @@ public protocol ServiceChannelHandler: AnyObject, Sendable {
 extension PeerConnectionDelegate {
     public func connection(_ connection: PeerConnection, hello: Hello) -> DeviceInfo? { nil }
 
-    public func connectionDescribe(_ connection: PeerConnection) -> EventLoopFuture<DeviceDescription> {
+    public func connectionDescribe(_ connection: PeerConnection, context: RequestContext) -> EventLoopFuture<DeviceDescription> {
         connection.eventLoop.makeFailedFuture(PeerConnectionError.refusedByPeer("this end does not describe itself"))
     }
 
-    public func connection(_ connection: PeerConnection, launch request: LaunchRequest) -> EventLoopFuture<(LaunchStatus, String)> {
+    public func connection(_ connection: PeerConnection, launch request: LaunchRequest, context: RequestContext) -> EventLoopFuture<(LaunchStatus, String)> {
         connection.eventLoop.makeSucceededFuture((.protocolUnavailable, "this end does not launch"))
     }
 
-    public func connection(_ connection: PeerConnection, open service: String, app: String, channelID: UInt64) -> EventLoopFuture<OpenAnswer> {
+    public func connection(
+        _ connection: PeerConnection, open service: String, app: String, channelID: UInt64, context: RequestContext
+    ) -> EventLoopFuture<OpenAnswer> {
         connection.eventLoop.makeSucceededFuture(.refused(.appServiceUnavailable, "this end provides no services"))
     }
 
-    public func connection(_ connection: PeerConnection, join request: JoinRequest) -> EventLoopFuture<JoinAnswer> {
+    public func connection(_ connection: PeerConnection, join request: JoinRequest, context: RequestContext) -> EventLoopFuture<JoinAnswer> {
         connection.eventLoop.makeSucceededFuture(JoinAnswer(status: .notSupported, detail: "this end does not enrol devices"))
     }
 
@@ -81,6 +86,8 @@ public struct ServiceResponder: Sendable {
     let connection: PeerConnection
     let channelID: UInt64
     let requestID: UInt64
+    /// By when the peer wants the answer, and whether it gave up.
+    public let context: RequestContext
 
     /// Sends `reply`; one over the peer's frame limit goes as `message_size_too_large` instead.
     public func respond(_ reply: ServiceReply) {

@@ -1,5 +1,6 @@
 import BatonCore
 import BatonWire
+import NIOCore
 
 /// The bookkeeping of many conversations on one connection: this end's requests waiting for
 /// their answers, and the app-service channels open on it with whoever serves each. Plain
@@ -20,9 +21,12 @@ package struct RequestMultiplexer {
         package func run() { waiter(result) }
     }
 
-    /// Who waits for an answer, and on which channel (for a ServiceRequest).
+    /// Who waits for an answer, on which channel (for a ServiceRequest), and until when (the
+    /// wait it was given, for the words of a timeout).
     private struct Pending {
         let channel: UInt64?
+        let deadline: NIODeadline
+        let timeout: TimeAmount
         let waiter: Waiter
     }
 
@@ -47,9 +51,29 @@ package struct RequestMultiplexer {
         return nextChannelID
     }
 
-    /// Waits for the answer to request `id` (on `channel`, for a ServiceRequest).
-    package mutating func await(_ id: UInt64, channel: UInt64? = nil, _ waiter: @escaping Waiter) {
-        pending[id] = Pending(channel: channel, waiter: waiter)
+    /// Waits for the answer to request `id` (on `channel`, for a ServiceRequest) until
+    /// `deadline`.
+    package mutating func await(
+        _ id: UInt64, channel: UInt64? = nil, until deadline: NIODeadline, timeout: TimeAmount, _ waiter: @escaping Waiter
+    ) {
+        pending[id] = Pending(channel: channel, deadline: deadline, timeout: timeout, waiter: waiter)
+    }
+
+    /// Stops waiting for every request whose deadline is past at `now`: their waiters, to be
+    /// told ``PeerConnectionError/timedOut(_:)``.
+    package mutating func expire(at now: NIODeadline) -> [Completion] {
+        var completions: [Completion] = []
+        for (id, entry) in pending where entry.deadline <= now {
+            pending[id] = nil
+            let within = DurationText.format(.nanoseconds(entry.timeout.nanoseconds))
+            completions.append(Completion(waiter: entry.waiter, result: .failure(.timedOut("timed out: no answer within \(within)"))))
+        }
+        return completions
+    }
+
+    /// The earliest deadline of a request still waiting.
+    package var earliestDeadline: NIODeadline? {
+        pending.values.lazy.map(\.deadline).min()
     }
 
     /// Who waits for `response`, with it; nil when nobody does.

@@ -19,13 +19,13 @@ package struct RequestHead: Sendable, Equatable {
     /// The head of a request frame, or of the request a response answers; nil for other frames.
     package init?(_ frame: Frame) {
         switch frame {
-        case .describeRequest(let id), .describeResponse(let id, _): self.init(kind: .describe, requestID: id)
-        case .launchRequest(let id, _), .launchResponse(let id, _, _): self.init(kind: .launch, requestID: id)
-        case .openServiceRequest(let id, let channel, _, _): self.init(kind: .open, requestID: id, channelID: channel)
+        case .describeRequest(let id, _), .describeResponse(let id, _): self.init(kind: .describe, requestID: id)
+        case .launchRequest(let id, _, _), .launchResponse(let id, _, _): self.init(kind: .launch, requestID: id)
+        case .openServiceRequest(let id, let channel, _, _, _): self.init(kind: .open, requestID: id, channelID: channel)
         case .openServiceResponse(let id, _, _): self.init(kind: .open, requestID: id)
-        case .serviceRequest(let channel, let id, _), .serviceResponse(let channel, let id, _):
+        case .serviceRequest(let channel, let id, _, _), .serviceResponse(let channel, let id, _):
             self.init(kind: .service, requestID: id, channelID: channel)
-        case .joinRequest(let id, _), .joinResponse(let id, _): self.init(kind: .join, requestID: id)
+        case .joinRequest(let id, _, _), .joinResponse(let id, _): self.init(kind: .join, requestID: id)
         case .hello, .helloAck, .closeService, .ping, .pong, .goodbye: return nil
         }
     }
@@ -57,6 +57,8 @@ package enum Refusal: Sendable, Equatable {
     case channelNotOpen
     /// An OpenServiceRequest for a channel id that is open already.
     case channelAlreadyOpen
+    /// Its deadline passed before its answer was ready (`detail` says when).
+    case timedOut(String)
 }
 
 extension SessionStateMachine {
@@ -72,7 +74,7 @@ extension SessionStateMachine {
             let status: LaunchStatus = switch why {
             case .shuttingDown: .remoteSystemUnavailable
             case .tooLarge: .valueSetTooLarge
-            case .answerTooLarge, .failed, .channelNotOpen, .channelAlreadyOpen: .unknown
+            case .answerTooLarge, .failed, .channelNotOpen, .channelAlreadyOpen, .timedOut: .unknown
             }
             return .launchResponse(requestID: id, status: status, detail: detail(why, head))
         case .open:
@@ -84,6 +86,7 @@ extension SessionStateMachine {
             case .tooLarge, .answerTooLarge: .messageSizeTooLarge
             case .failed, .channelAlreadyOpen: .failure
             case .channelNotOpen: .appServiceConnectionClosed
+            case .timedOut: .unknown
             }
             return .serviceResponse(channelID: head.channelID, requestID: id, reply: ServiceReply(status: status, detail: detail(why, head)))
         case .join:
@@ -104,7 +107,7 @@ extension SessionStateMachine {
     private static func detail(_ why: Refusal, _ head: RequestHead) -> String {
         switch why {
         case .shuttingDown: "the agent is shutting down"
-        case .tooLarge(let detail), .answerTooLarge(let detail), .failed(let detail): detail
+        case .tooLarge(let detail), .answerTooLarge(let detail), .failed(let detail), .timedOut(let detail): detail
         case .channelNotOpen: "channel \(head.channelID) is not open"
         case .channelAlreadyOpen: "channel \(head.channelID) is already open"
         }

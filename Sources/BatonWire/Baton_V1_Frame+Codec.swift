@@ -161,12 +161,14 @@ extension Baton_V1_App: WireMessage {
 extension Baton_V1_DescribeRequest: WireMessage {
     func encode(to w: inout ProtoWriter) {
         w.uint64(1, requestID)
+        w.uint32(2, timeoutMs)
     }
 
     mutating func merge(from r: inout ProtoReader) throws(ProtoReader.Malformed) {
         while let f = try r.nextField() {
             switch (f.number, f.wireType) {
             case (1, varint): requestID = try r.uint64(f)
+            case (2, varint): timeoutMs = try r.uint32(f)
             default: try r.skip(f.wireType)
             }
         }
@@ -200,6 +202,7 @@ extension Baton_V1_LaunchRequest: WireMessage {
         w.string(4, fallbackUri)
         w.strings(5, preferredAppIds)
         if hasData { w.message(6, data) }
+        w.uint32(7, timeoutMs)
     }
 
     mutating func merge(from r: inout ProtoReader) throws(ProtoReader.Malformed) {
@@ -211,6 +214,7 @@ extension Baton_V1_LaunchRequest: WireMessage {
             case (4, delimited): fallbackUri = try r.string(f)
             case (5, delimited): preferredAppIds.append(try r.string(f))
             case (6, delimited): try r.merge(f, into: &data)
+            case (7, varint): timeoutMs = try r.uint32(f)
             default: try r.skip(f.wireType)
             }
         }
@@ -242,6 +246,7 @@ extension Baton_V1_OpenServiceRequest: WireMessage {
         w.uint64(2, channelID)
         w.string(3, serviceName)
         w.string(4, appID)
+        w.uint32(5, timeoutMs)
     }
 
     mutating func merge(from r: inout ProtoReader) throws(ProtoReader.Malformed) {
@@ -251,6 +256,7 @@ extension Baton_V1_OpenServiceRequest: WireMessage {
             case (2, varint): channelID = try r.uint64(f)
             case (3, delimited): serviceName = try r.string(f)
             case (4, delimited): appID = try r.string(f)
+            case (5, varint): timeoutMs = try r.uint32(f)
             default: try r.skip(f.wireType)
             }
         }
@@ -281,6 +287,7 @@ extension Baton_V1_ServiceRequest: WireMessage {
         w.uint64(1, channelID)
         w.uint64(2, requestID)
         if hasMessage { w.message(3, message) }
+        w.uint32(4, timeoutMs)
     }
 
     mutating func merge(from r: inout ProtoReader) throws(ProtoReader.Malformed) {
@@ -289,6 +296,7 @@ extension Baton_V1_ServiceRequest: WireMessage {
             case (1, varint): channelID = try r.uint64(f)
             case (2, varint): requestID = try r.uint64(f)
             case (3, delimited): try r.merge(f, into: &message)
+            case (4, varint): timeoutMs = try r.uint32(f)
             default: try r.skip(f.wireType)
             }
         }
@@ -489,6 +497,7 @@ extension Baton_V1_JoinRequest: WireMessage {
         w.string(3, deviceID)
         w.string(4, deviceName)
         w.bytes(5, publicKey)
+        w.uint32(6, timeoutMs)
     }
 
     mutating func merge(from r: inout ProtoReader) throws(ProtoReader.Malformed) {
@@ -499,6 +508,7 @@ extension Baton_V1_JoinRequest: WireMessage {
             case (3, delimited): deviceID = try r.string(f)
             case (4, delimited): deviceName = try r.string(f)
             case (5, delimited): publicKey = try r.bytes(f)
+            case (6, varint): timeoutMs = try r.uint32(f)
             default: try r.skip(f.wireType)
             }
         }

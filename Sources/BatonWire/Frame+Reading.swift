@@ -31,10 +31,10 @@ extension Frame {
         let body = try outer.lengthDelimited()
         guard outer.isAtEnd else { return nil }
         var r = ProtoReader(body, depth: 1)
-        var channelID: UInt64 = 0, requestID: UInt64 = 0, status = 0
+        var channelID: UInt64 = 0, requestID: UInt64 = 0, status = 0, timeout: UInt32 = 0
         var message: UnsafeRawBufferPointer? = nil
         var detail = ""
-        // Field numbers: ServiceRequest {1 channel_id, 2 request_id, 3 message};
+        // Field numbers: ServiceRequest {1 channel_id, 2 request_id, 3 message, 4 timeout_ms};
         // ServiceResponse {1 channel_id, 2 request_id, 3 status, 4 message, 5 detail}.
         let messageField = f.number == 9 ? 3 : 4
         while let g = try r.nextField() {
@@ -42,6 +42,7 @@ extension Frame {
             case (1, 0): channelID = try r.varint()
             case (2, 0): requestID = try r.varint()
             case (3, 0) where f.number == 10: status = try r.enumValue(g)
+            case (4, 0) where f.number == 9: timeout = try r.uint32(g)
             case (messageField, 2):
                 // Seen twice, the two merge: the general way reads that.
                 guard message == nil else { return nil }
@@ -52,7 +53,8 @@ extension Frame {
         }
         let fields = message ?? UnsafeRawBufferPointer(start: nil, count: 0)
         if f.number == 9 {
-            return .serviceRequest(channelID: channelID, requestID: requestID, message: try ServiceMessage(fields: fields, units: 2))
+            return .serviceRequest(
+                channelID: channelID, requestID: requestID, message: try ServiceMessage(fields: fields, units: 2), timeout: timeout)
         }
         let replyStatus = ResponseStatus(wire: Baton_V1_ResponseStatus(rawValue: status) ?? .unknown)
         let values = replyStatus == .success ? try ValueReader.values(ofDictionary: fields) : .success([:])

@@ -25,7 +25,7 @@ extension Frame {
                 protocolVersion: m.protocolVersion, device: m.hasDevice ? DeviceInfo(wire: m.device) : nil,
                 maxFrameSize: m.maxFrameSize, revocationList: m.revocationList))
         case .describeRequest(let m):
-            self = .describeRequest(requestID: m.requestID)
+            self = .describeRequest(requestID: m.requestID, timeout: m.timeoutMs)
         case .describeResponse(let m):
             let description = Result { () throws(ValueError) -> DeviceDescription? in
                 guard m.hasDevice else { return nil }
@@ -38,15 +38,16 @@ extension Frame {
                     uri: m.uri, appID: m.appID.isEmpty ? nil : m.appID, fallbackURI: m.fallbackUri.isEmpty ? nil : m.fallbackUri,
                     preferredAppIDs: m.preferredAppIds, data: data)
             }
-            self = .launchRequest(requestID: m.requestID, request)
+            self = .launchRequest(requestID: m.requestID, request, timeout: m.timeoutMs)
         case .launchResponse(let m):
             self = .launchResponse(requestID: m.requestID, status: LaunchStatus(wire: m.status), detail: m.detail)
         case .openServiceRequest(let m):
-            self = .openServiceRequest(requestID: m.requestID, channelID: m.channelID, service: m.serviceName, app: m.appID)
+            self = .openServiceRequest(requestID: m.requestID, channelID: m.channelID, service: m.serviceName, app: m.appID, timeout: m.timeoutMs)
         case .openServiceResponse(let m):
             self = .openServiceResponse(requestID: m.requestID, status: OpenStatus(wire: m.status), detail: m.detail)
         case .serviceRequest(let m):
-            self = .serviceRequest(channelID: m.channelID, requestID: m.requestID, message: ServiceMessage(m.message.values(path: "message")))
+            self = .serviceRequest(
+                channelID: m.channelID, requestID: m.requestID, message: ServiceMessage(m.message.values(path: "message")), timeout: m.timeoutMs)
         case .serviceResponse(let m):
             self = .serviceResponse(
                 channelID: m.channelID, requestID: m.requestID,
@@ -61,7 +62,8 @@ extension Frame {
             self = .goodbye(GoodbyeReason(wire: m.reason), detail: m.detail)
         case .joinRequest(let m):
             self = .joinRequest(requestID: m.requestID, JoinRequest(
-                inviteSecret: Array(m.inviteSecret), deviceID: m.deviceID, deviceName: m.deviceName, publicKey: Array(m.publicKey)))
+                inviteSecret: Array(m.inviteSecret), deviceID: m.deviceID, deviceName: m.deviceName, publicKey: Array(m.publicKey)),
+                timeout: m.timeoutMs)
         case .joinResponse(let m):
             self = .joinResponse(requestID: m.requestID, JoinAnswer(
                 status: JoinStatus(wire: m.status), detail: m.detail, accountCertificate: Array(m.accountCertificate),
@@ -89,8 +91,11 @@ extension Frame {
                 $0.maxFrameSize = ack.maxFrameSize
                 $0.revocationList = ack.revocationList
             }
-        case .describeRequest(let id):
-            frame.describeRequest = .with { $0.requestID = id }
+        case .describeRequest(let id, let timeout):
+            frame.describeRequest = .with {
+                $0.requestID = id
+                $0.timeoutMs = timeout
+            }
         case .describeResponse(let id, let description):
             frame.describeResponse = .with {
                 $0.requestID = id
@@ -99,9 +104,10 @@ extension Frame {
                     $0.apps = description.apps.map(Baton_V1_App.init)
                 }
             }
-        case .launchRequest(let id, let request):
+        case .launchRequest(let id, let request, let timeout):
             frame.launchRequest = .with {
                 $0.requestID = id
+                $0.timeoutMs = timeout
                 if case .success(let request) = request {
                     $0.uri = request.uri
                     $0.appID = request.appID ?? ""
@@ -116,12 +122,13 @@ extension Frame {
                 $0.status = Baton_V1_LaunchStatus(status)
                 $0.detail = detail
             }
-        case .openServiceRequest(let id, let channel, let service, let app):
+        case .openServiceRequest(let id, let channel, let service, let app, let timeout):
             frame.openServiceRequest = .with {
                 $0.requestID = id
                 $0.channelID = channel
                 $0.serviceName = service
                 $0.appID = app
+                $0.timeoutMs = timeout
             }
         case .openServiceResponse(let id, let status, let detail):
             frame.openServiceResponse = .with {
@@ -129,11 +136,12 @@ extension Frame {
                 $0.status = Baton_V1_OpenStatus(status)
                 $0.detail = detail
             }
-        case .serviceRequest(let channel, let id, let message):
+        case .serviceRequest(let channel, let id, let message, let timeout):
             frame.serviceRequest = .with {
                 $0.channelID = channel
                 $0.requestID = id
                 $0.message = Baton_V1_Dictionary((try? message.values.get()) ?? [:])
+                $0.timeoutMs = timeout
             }
         case .serviceResponse(let channel, let id, let reply):
             frame.serviceResponse = .with {
@@ -157,9 +165,10 @@ extension Frame {
                 $0.reason = Baton_V1_Goodbye.Reason(reason)
                 $0.detail = detail
             }
-        case .joinRequest(let id, let request):
+        case .joinRequest(let id, let request, let timeout):
             frame.joinRequest = .with {
                 $0.requestID = id
+                $0.timeoutMs = timeout
                 $0.inviteSecret = Data(request.inviteSecret)
                 $0.deviceID = request.deviceID
                 $0.deviceName = request.deviceName

@@ -2,35 +2,36 @@ import BatonCore
 
 /// One frame of Protocol/baton.proto in BatonCore's terms: what a session reads and writes.
 /// ``FrameDecoder`` makes them from bytes and ``FrameEncoder`` writes them; the generated
-/// `Baton_V1_*` types stay inside BatonWire.
+/// `Baton_V1_*` types stay inside BatonWire. Every request carries `timeout`, how long its
+/// sender waits for the answer, in milliseconds (0: the receiver's own limit).
 public enum Frame: Sendable, Equatable {
     case hello(Hello)
     case helloAck(HelloAck)
-    case describeRequest(requestID: UInt64)
+    case describeRequest(requestID: UInt64, timeout: UInt32)
     /// What the device says of itself: nil when the agent would not (shutting down), or an
     /// error when an app's attributes break the Value rules.
     case describeResponse(requestID: UInt64, Result<DeviceDescription?, ValueError>)
     /// A launch; its data may break the Value rules (the receiver answers with a status).
-    case launchRequest(requestID: UInt64, Result<LaunchRequest, ValueError>)
+    case launchRequest(requestID: UInt64, Result<LaunchRequest, ValueError>, timeout: UInt32)
     case launchResponse(requestID: UInt64, status: LaunchStatus, detail: String)
-    case openServiceRequest(requestID: UInt64, channelID: UInt64, service: String, app: String)
+    case openServiceRequest(requestID: UInt64, channelID: UInt64, service: String, app: String, timeout: UInt32)
     case openServiceResponse(requestID: UInt64, status: OpenStatus, detail: String)
-    case serviceRequest(channelID: UInt64, requestID: UInt64, message: ServiceMessage)
+    case serviceRequest(channelID: UInt64, requestID: UInt64, message: ServiceMessage, timeout: UInt32)
     /// A reply whose message broke the Value rules arrives as `failure`, saying so.
     case serviceResponse(channelID: UInt64, requestID: UInt64, reply: ServiceReply)
     case closeService(channelID: UInt64, status: ClosedStatus)
     case ping(nonce: UInt64)
     case pong(nonce: UInt64)
     case goodbye(GoodbyeReason, detail: String)
-    case joinRequest(requestID: UInt64, JoinRequest)
+    case joinRequest(requestID: UInt64, JoinRequest, timeout: UInt32)
     case joinResponse(requestID: UInt64, JoinAnswer)
 
     /// The id of the request this frame is or answers; nil for frames that are neither.
     public var requestID: UInt64? {
         switch self {
-        case .describeRequest(let id), .describeResponse(let id, _), .launchRequest(let id, _),
-             .launchResponse(let id, _, _), .openServiceRequest(let id, _, _, _), .openServiceResponse(let id, _, _),
-             .serviceRequest(_, let id, _), .serviceResponse(_, let id, _), .joinRequest(let id, _), .joinResponse(let id, _):
+        case .describeRequest(let id, _), .describeResponse(let id, _), .launchRequest(let id, _, _),
+             .launchResponse(let id, _, _), .openServiceRequest(let id, _, _, _, _), .openServiceResponse(let id, _, _),
+             .serviceRequest(_, let id, _, _), .serviceResponse(_, let id, _), .joinRequest(let id, _, _), .joinResponse(let id, _):
             id
         case .hello, .helloAck, .closeService, .ping, .pong, .goodbye:
             nil
@@ -38,10 +39,17 @@ public enum Frame: Sendable, Equatable {
     }
 
     /// Whether the frame is a request, which the other side must answer.
-    public var isRequest: Bool {
+    public var isRequest: Bool { timeout != nil }
+
+    /// How long a request's sender waits for its answer, in milliseconds (0: the receiver's own
+    /// limit); nil for frames that are not requests.
+    public var timeout: UInt32? {
         switch self {
-        case .describeRequest, .launchRequest, .openServiceRequest, .serviceRequest, .joinRequest: true
-        default: false
+        case .describeRequest(_, let timeout), .launchRequest(_, _, let timeout), .openServiceRequest(_, _, _, _, let timeout),
+             .serviceRequest(_, _, _, let timeout), .joinRequest(_, _, let timeout):
+            timeout
+        default:
+            nil
         }
     }
 }

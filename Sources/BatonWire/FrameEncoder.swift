@@ -13,8 +13,9 @@ public enum FrameEncoder {
     ///   Value rules; `out` is then unchanged.
     public static func encode(_ frame: Frame, into out: inout ByteBuffer, maxFrameSize: Int) throws(WireError) {
         switch frame {
-        case .serviceRequest(let channel, let id, let message):
-            try encodeServiceRequest(channelID: channel, requestID: id, message: message, into: &out, maxFrameSize: maxFrameSize)
+        case .serviceRequest(let channel, let id, let message, let timeout):
+            try encodeServiceRequest(
+                channelID: channel, requestID: id, message: message, timeout: timeout, into: &out, maxFrameSize: maxFrameSize)
         case .serviceResponse(let channel, let id, let reply):
             try encodeServiceResponse(channelID: channel, requestID: id, reply: reply, into: &out, maxFrameSize: maxFrameSize)
         default:
@@ -37,7 +38,7 @@ public enum FrameEncoder {
     /// Appends a ServiceRequest frame carrying `message`: its checked bytes as they came, or its
     /// Values.
     static func encodeServiceRequest(
-        channelID: UInt64, requestID: UInt64, message: ServiceMessage, into out: inout ByteBuffer, maxFrameSize: Int
+        channelID: UInt64, requestID: UInt64, message: ServiceMessage, timeout: UInt32, into out: inout ByteBuffer, maxFrameSize: Int
     ) throws(WireError) {
         let values: ValueDictionary?
         if message.isChecked {
@@ -62,6 +63,7 @@ public enum FrameEncoder {
                         _ = message.withCheckedFields { w.raw($0) }
                     }
                 }
+                w.uint32(4, timeout)
             }
         }
         try append(writer, size: size, to: &out, limit: maxFrameSize)

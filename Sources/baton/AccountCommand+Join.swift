@@ -70,7 +70,7 @@ extension AccountCommand {
             var options = BatonClient.Options()
             options.security = AccountCommand.attempt(logging) { try ConnectionSecurity.forCommandLine(insecure: false) }
             let client = BatonClient(eventLoop: group.next(), options: options)
-            let candidates = from.flatMap(DeviceAddress.init).map { [$0] } ?? findAgents(of: invite, client: client)
+            let candidates = from.flatMap { DeviceAddress($0) }.map { [$0] } ?? findAgents(of: invite, client: client)
             guard !candidates.isEmpty else {
                 AccountCommand.fail(
                     "no agent of the inviting account was found over mDNS; is it running? Give its address with --from HOST:PORT",

@@ -91,7 +91,7 @@ struct AgentCommand: ParsableCommand {
         if let kind, DeviceKind(rawValue: kind) == nil {
             throw ValidationError("Invalid --kind '\(kind)': use one of \(DeviceKind.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
-        guard let address = HostPort(listen) else { throw ValidationError("Invalid --listen '\(listen)': use HOST:PORT, e.g. 127.0.0.1:0.") }
+        guard let address = RemoteDevice.Endpoint(listen, allowingPortZero: true) else { throw ValidationError("Invalid --listen '\(listen)': use HOST:PORT, e.g. 127.0.0.1:0.") }
         if insecure, !ConnectionSecurity.isLoopback(address.host) {
             throw ValidationError("--insecure listens on loopback addresses only: use --listen 127.0.0.1:PORT or [::1]:PORT, not \(address.host).")
         }
@@ -150,7 +150,7 @@ struct AgentCommand: ParsableCommand {
                 agent.override(name: name, kind: kind.flatMap(DeviceKind.init(rawValue:)))
             }.wait()
         }
-        let address = HostPort(listen)!
+        let address = RemoteDevice.Endpoint(listen, allowingPortZero: true)!
         let limits = FrameLimits(maxFrameSize: ByteSizeText.parse(maxMessage)!)
         let server: AgentServer
         do {
@@ -212,22 +212,5 @@ struct AgentCommand: ParsableCommand {
         let found = path.split(separator: ":").contains { access("\($0)/xdg-open", X_OK) == 0 }
         guard found, let command = try? ArgvTemplate(["xdg-open", "{uri}"]) else { return [:] }
         return ["http": .init(scheme: "http", command: command), "https": .init(scheme: "https", command: command)]
-    }
-}
-
-/// `host:port`, with `[v6]:port` for IPv6.
-struct HostPort: Equatable {
-    var host: String
-    var port: Int
-
-    init?(_ text: String) {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
-            return nil
-        }
-        var host = String(text[..<colon])
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard !host.isEmpty else { return nil }
-        self.host = host
-        self.port = port
     }
 }

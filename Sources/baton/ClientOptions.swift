@@ -193,3 +193,22 @@ enum MessageText {
         try Value.dictionary(dictionary).json(path: path).serialized(sortKeys: true)
     }
 }
+
+/// `--timeout` of the commands that ask a device something: how long to wait for the answer.
+struct RequestTimeoutOption: ParsableArguments {
+    @Option(
+        name: .customLong("timeout"),
+        help: ArgumentHelp(
+            "How long to wait for the answer, connecting included (the agent stops the work when it passes): 500ms, 5s, 2m.",
+            valueName: "duration"))
+    var text: String = "30s"
+
+    func validate() throws {
+        guard let duration = DurationText.parse(text), duration > .zero, duration <= .seconds(86_400) else {
+            throw ValidationError("Invalid --timeout '\(text)': use a duration above zero and up to 24h, like 500ms, 5s or 2m.")
+        }
+    }
+
+    /// `--timeout` as NIO counts time (validated).
+    var timeout: TimeAmount { TimeAmount(DurationText.parse(text) ?? .seconds(30)) }
+}

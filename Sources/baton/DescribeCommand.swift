@@ -34,6 +34,8 @@ struct DescribeCommand: ParsableCommand {
 
     @OptionGroup var client: ClientOptions
 
+    @OptionGroup var request: RequestTimeoutOption
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -44,7 +46,7 @@ struct DescribeCommand: ParsableCommand {
         logging.bootstrap()
         let baton = client.makeClient(logging)
         let address = try DeviceArgument.resolve(device, client: baton, discovery: discovery, authorization: client.authorizationKind, timeout: client.timeout)
-        let result = baton.describe(address)
+        let result = baton.describe(address, timeout: request.timeout)
         let info: DeviceInfo
         let apps: [AppInfo]
         do {

@@ -204,7 +204,7 @@ struct DiscoveryOptions: ParsableArguments {
     /// The directory's options these describe.
     var directoryOptions: DeviceDirectory.Options {
         var options = DeviceDirectory.Options()
-        options.peers = peers.compactMap(DeviceAddress.init)
+        options.peers = peers.compactMap { DeviceAddress($0) }
         options.liveness = TimeAmount(DurationText.parse(liveness) ?? .seconds(30))
         if !mdns { options.mdns = nil }
         return options

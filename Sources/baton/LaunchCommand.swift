@@ -61,6 +61,8 @@ struct LaunchCommand: ParsableCommand {
 
     @OptionGroup var client: ClientOptions
 
+    @OptionGroup var request: RequestTimeoutOption
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -73,8 +75,8 @@ struct LaunchCommand: ParsableCommand {
         logging.bootstrap()
         let baton = client.makeClient(logging)
         let address = try DeviceArgument.resolve(device, client: baton, discovery: discovery, authorization: client.authorizationKind, timeout: client.timeout)
-        let request = LaunchRequest(uri: uri, appID: app, fallbackURI: fallback, preferredAppIDs: prefer, data: launchData)
-        let (status, detail) = try baton.launch(request, on: address).wait()
+        let launchRequest = LaunchRequest(uri: uri, appID: app, fallbackURI: fallback, preferredAppIDs: prefer, data: launchData)
+        let (status, detail) = try baton.launch(launchRequest, on: address, timeout: self.request.timeout).wait()
         baton.finish()
         if json {
             let object = JSON.object([

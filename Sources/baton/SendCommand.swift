@@ -55,6 +55,8 @@ struct SendCommand: ParsableCommand {
 
     @OptionGroup var client: ClientOptions
 
+    @OptionGroup var request: RequestTimeoutOption
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -100,7 +102,7 @@ struct SendCommand: ParsableCommand {
         logging.bootstrap()
         let baton = client.makeClient(logging)
         let address = try DeviceArgument.resolve(device, client: baton, discovery: discovery, authorization: client.authorizationKind, timeout: client.timeout)
-        let reply = try baton.send(message, to: service, app: app, on: address).wait()
+        let reply = try baton.send(message, to: service, app: app, on: address, timeout: request.timeout).wait()
         baton.finish()
         guard reply.status == .success else {
             StandardError.write(reply.detail.isEmpty ? "\(reply.status.rawValue)\n" : "\(reply.status.rawValue): \(reply.detail)\n")

@@ -27,9 +27,9 @@ struct WireMessageTests {
     /// The message as a connection receives it: its checked bytes.
     static func received(_ message: ValueDictionary) throws -> ServiceMessage {
         var bytes = ByteBuffer()
-        try FrameEncoder.encode(.serviceRequest(channelID: 1, requestID: 1, message: ServiceMessage(message)), into: &bytes, maxFrameSize: 1 << 20)
+        try FrameEncoder.encode(.serviceRequest(channelID: 1, requestID: 1, message: ServiceMessage(message), timeout: 0), into: &bytes, maxFrameSize: 1 << 20)
         var decoder = FrameDecoder()
-        guard case .frame(.serviceRequest(_, _, let received))? = try decoder.decode(buffer: &bytes), received.isChecked
+        guard case .frame(.serviceRequest(_, _, let received, _))? = try decoder.decode(buffer: &bytes), received.isChecked
         else { throw ValueError(path: "message", reason: "not read as checked fields") }
         return received
     }

@@ -65,6 +65,8 @@ final class ValueAgent: PeerConnectionDelegate, ServiceChannelHandler, @unchecke
     var closedReason: String?
     /// Launches wait for this when set.
     var slowLaunch: EventLoopPromise<(LaunchStatus, String)>?
+    /// Launches whose caller gave up (their deadline passed, or the connection ended).
+    var cancelled: [String] = []
 
     init(loop: any EventLoop) { self.loop = loop }
 
@@ -72,13 +74,16 @@ final class ValueAgent: PeerConnectionDelegate, ServiceChannelHandler, @unchecke
         hello.deviceName == "stranger" ? nil : DeviceInfo(id: "tv", name: "TV", kind: .tv)
     }
 
-    func connection(_ connection: PeerConnection, launch request: LaunchRequest) -> EventLoopFuture<(LaunchStatus, String)> {
+    func connection(_ connection: PeerConnection, launch request: LaunchRequest, context: RequestContext) -> EventLoopFuture<(LaunchStatus, String)> {
         launches.append(request)
+        context.whenCancelled { self.cancelled.append(request.uri) }
         if let slowLaunch { return slowLaunch.futureResult }
         return loop.makeSucceededFuture((request.appID == nil ? .success : .appUnavailable, ""))
     }
 
-    func connection(_ connection: PeerConnection, open service: String, app: String, channelID: UInt64) -> EventLoopFuture<OpenAnswer> {
+    func connection(
+        _ connection: PeerConnection, open service: String, app: String, channelID: UInt64, context: RequestContext
+    ) -> EventLoopFuture<OpenAnswer> {
         loop.makeSucceededFuture(service == "echo" ? .success(self) : .refused(.appServiceUnavailable, "no \(service)"))
     }
 
@@ -134,11 +139,11 @@ struct PeerConnectionTests {
         let (_, link, agent) = openServer()
         let slow = loop.makePromise(of: (LaunchStatus, String).self)
         agent.slowLaunch = slow
-        link.receive(.launchRequest(requestID: 1, .success(LaunchRequest(uri: "media:slow"))))
+        link.receive(.launchRequest(requestID: 1, .success(LaunchRequest(uri: "media:slow")), timeout: 0))
         agent.slowLaunch = nil
-        link.receive(.launchRequest(requestID: 2, .success(LaunchRequest(uri: "media:fast"))))
-        link.receive(.launchRequest(requestID: 3, .success(LaunchRequest(uri: "media:x", appID: "nope"))))
-        link.receive(.launchRequest(requestID: 4, .failure(ValueError(path: "data.list[2]", reason: "expected string like list[1], got integer"))))
+        link.receive(.launchRequest(requestID: 2, .success(LaunchRequest(uri: "media:fast")), timeout: 0))
+        link.receive(.launchRequest(requestID: 3, .success(LaunchRequest(uri: "media:x", appID: "nope")), timeout: 0))
+        link.receive(.launchRequest(requestID: 4, .failure(ValueError(path: "data.list[2]", reason: "expected string like list[1], got integer")), timeout: 0))
         slow.succeed((.success, ""))
         loop.run()
         #expect(link.take() == [
@@ -153,13 +158,13 @@ struct PeerConnectionTests {
     @Test("channels: opened, served, refused when not open or opened twice, closed by the peer")
     func channels() {
         let (_, link, agent) = openServer()
-        link.receive(.serviceRequest(channelID: 5, requestID: 1, message: ServiceMessage(["k": "v"])))
+        link.receive(.serviceRequest(channelID: 5, requestID: 1, message: ServiceMessage(["k": "v"]), timeout: 0))
         #expect(link.take() == [.serviceResponse(
             channelID: 5, requestID: 1, reply: ServiceReply(status: .appServiceConnectionClosed, detail: "channel 5 is not open"))])
-        link.receive(.openServiceRequest(requestID: 2, channelID: 5, service: "nope", app: "a"))
-        link.receive(.openServiceRequest(requestID: 3, channelID: 5, service: "echo", app: "a"))
-        link.receive(.openServiceRequest(requestID: 4, channelID: 5, service: "echo", app: "a"))
-        link.receive(.serviceRequest(channelID: 5, requestID: 5, message: ServiceMessage(["k": "v"])))
+        link.receive(.openServiceRequest(requestID: 2, channelID: 5, service: "nope", app: "a", timeout: 0))
+        link.receive(.openServiceRequest(requestID: 3, channelID: 5, service: "echo", app: "a", timeout: 0))
+        link.receive(.openServiceRequest(requestID: 4, channelID: 5, service: "echo", app: "a", timeout: 0))
+        link.receive(.serviceRequest(channelID: 5, requestID: 5, message: ServiceMessage(["k": "v"]), timeout: 0))
         #expect(link.take() == [
             .openServiceResponse(requestID: 2, status: .appServiceUnavailable, detail: "no nope"),
             .openServiceResponse(requestID: 3, status: .success, detail: ""),
@@ -174,9 +179,9 @@ struct PeerConnectionTests {
     @Test("an answer over the peer's announced limit goes as message_size_too_large")
     func answerTooLarge() {
         let (_, link, _) = openServer()
-        link.receive(.openServiceRequest(requestID: 1, channelID: 1, service: "echo", app: "a"))
+        link.receive(.openServiceRequest(requestID: 1, channelID: 1, service: "echo", app: "a", timeout: 0))
         _ = link.take()
-        link.receive(.serviceRequest(channelID: 1, requestID: 2, message: ServiceMessage(["blob": .bytes(Array(repeating: 7, count: 3000))])))
+        link.receive(.serviceRequest(channelID: 1, requestID: 2, message: ServiceMessage(["blob": .bytes(Array(repeating: 7, count: 3000))]), timeout: 0))
         guard case .serviceResponse(1, 2, let reply)? = link.take().first else {
             Issue.record("no answer")
             return
@@ -200,7 +205,8 @@ struct PeerConnectionTests {
         try handshake.wait()
         let launched = connection.launch(LaunchRequest(uri: "media:film"))
         let described = connection.describe()
-        #expect(link.take() == [.launchRequest(requestID: 1, .success(LaunchRequest(uri: "media:film"))), .describeRequest(requestID: 2)])
+        // Each request tells the agent how long it is waited for: the connection's 30 s here.
+        #expect(link.take() == [.launchRequest(requestID: 1, .success(LaunchRequest(uri: "media:film")), timeout: 30_000), .describeRequest(requestID: 2, timeout: 30_000)])
         link.receive(.launchResponse(requestID: 1, status: .protocolUnavailable, detail: "nothing takes media:"))
         let (status, detail) = try launched.wait()
         #expect(status == .protocolUnavailable && detail == "nothing takes media:")
@@ -209,14 +215,73 @@ struct PeerConnectionTests {
         #expect(throws: PeerConnectionError.closed("the agent shut down")) { try described.wait() }
     }
 
+    @Test("a request not answered by the deadline its sender gave is answered timed out, and its server told to stop")
+    func servingDeadline() {
+        let (_, link, agent) = openServer()
+        let never = loop.makePromise(of: (LaunchStatus, String).self)
+        agent.slowLaunch = never
+        link.receive(.launchRequest(requestID: 1, .success(LaunchRequest(uri: "media:forever")), timeout: 1500))
+        link.receive(.launchRequest(requestID: 2, .success(LaunchRequest(uri: "media:default")), timeout: 0))
+        loop.advanceTime(by: .milliseconds(1499))
+        #expect(link.take() == [])
+        loop.advanceTime(by: .milliseconds(1))
+        #expect(link.take() == [.launchResponse(requestID: 1, status: .unknown, detail: "timed out: no answer within 1500ms")])
+        #expect(agent.cancelled == ["media:forever"])
+        // With no deadline of its own, a request gets the agent's limit (30 s here).
+        loop.advanceTime(by: .seconds(29))
+        // (The silence meanwhile brought keepalive Pings.)
+        #expect(link.take().filter { if case .ping = $0 { false } else { true } }
+            == [.launchResponse(requestID: 2, status: .unknown, detail: "timed out: no answer within 30s")])
+        #expect(agent.cancelled == ["media:forever", "media:default"])
+        // A late answer is not a second one.
+        never.succeed((.success, ""))
+        loop.run()
+        #expect(link.take() == [])
+        never.futureResult.whenComplete { _ in }
+    }
+
+    @Test("a request of this end not answered by its deadline fails timed out; the answer that comes late is dropped")
+    func requestDeadline() throws {
+        let link = FakeLink(eventLoop: loop)
+        let connection = PeerConnection(role: .client, link: link, logger: Logger(label: "test"))
+        link.session = connection
+        link.establish()
+        link.receive(.helloAck(HelloAck()))
+        _ = link.take()
+        let launched = connection.launch(LaunchRequest(uri: "media:x"), deadline: loop.now + .seconds(2))
+        #expect(link.take() == [.launchRequest(requestID: 1, .success(LaunchRequest(uri: "media:x")), timeout: 2000)])
+        loop.advanceTime(by: .seconds(2))
+        #expect(throws: PeerConnectionError.timedOut("timed out: no answer within 2s")) { try launched.wait() }
+        link.receive(.launchResponse(requestID: 1, status: .success, detail: ""))
+        #expect(connection.isOpen, "a late answer is no protocol error")
+        // A send on a channel whose deadline passes answers unknown, saying so.
+        let opened = connection.open(service: "s", app: "a", handler: ValueAgent(loop: loop))
+        link.receive(.openServiceResponse(requestID: 2, status: .success, detail: ""))
+        let channel = try #require(try opened.wait().channelID)
+        var reply: ServiceReply?
+        connection.send(channel: channel, message: ServiceMessage([:]), deadline: loop.now + .milliseconds(250)) { reply = $0 }
+        loop.advanceTime(by: .milliseconds(250))
+        #expect(reply == ServiceReply(status: .unknown, detail: "timed out: no answer within 250ms"))
+    }
+
+    @Test("the connection ends: whatever serves the peer's requests is told to stop")
+    func endCancelsServing() {
+        let (_, link, agent) = openServer()
+        agent.slowLaunch = loop.makePromise()
+        link.receive(.launchRequest(requestID: 1, .success(LaunchRequest(uri: "media:slow")), timeout: 0))
+        link.close()
+        #expect(agent.cancelled == ["media:slow"])
+        agent.slowLaunch?.succeed((.success, ""))
+    }
+
     @Test("drain: requests from now on are refused, the one in flight is answered, then Goodbye shutdown")
     func drain() {
         let (connection, link, agent) = openServer()
         let slow = loop.makePromise(of: (LaunchStatus, String).self)
         agent.slowLaunch = slow
-        link.receive(.launchRequest(requestID: 1, .success(LaunchRequest(uri: "media:slow"))))
+        link.receive(.launchRequest(requestID: 1, .success(LaunchRequest(uri: "media:slow")), timeout: 0))
         let closed = connection.drainAndClose(.shutdown, "the agent is shutting down")
-        link.receive(.launchRequest(requestID: 2, .success(LaunchRequest(uri: "media:late"))))
+        link.receive(.launchRequest(requestID: 2, .success(LaunchRequest(uri: "media:late")), timeout: 0))
         #expect(link.take() == [.launchResponse(requestID: 2, status: .remoteSystemUnavailable, detail: "the agent is shutting down")])
         #expect(!link.closed)
         slow.succeed((.success, ""))

@@ -58,7 +58,7 @@ struct SessionStateMachineTests {
         (Machine.Role.server, Frame.hello(Hello(protocolVersion: 2)), GoodbyeReason.unsupportedVersion,
          "this agent speaks protocol version 1, not 2"),
         (.server, .ping(nonce: 1), .protocolError, "the first frame must be Hello"),
-        (.server, .describeRequest(requestID: 1), .protocolError, "the first frame must be Hello"),
+        (.server, .describeRequest(requestID: 1, timeout: 0), .protocolError, "the first frame must be Hello"),
         (.client, .hello(Hello()), .protocolError, "the first frame must be HelloAck"),
         (.client, .launchResponse(requestID: 1, status: .success, detail: ""), .protocolError, "the first frame must be HelloAck"),
     ])
@@ -101,7 +101,7 @@ struct SessionStateMachineTests {
     @Test("requests are handed on and counted until answered; responses and closes go to their owners; Ping gets Pong")
     func requests() {
         var server = Self.openServer()
-        let launch = Frame.launchRequest(requestID: 7, .success(LaunchRequest(uri: "media:x")))
+        let launch = Frame.launchRequest(requestID: 7, .success(LaunchRequest(uri: "media:x")), timeout: 0)
         #expect(server.receive(.frame(launch), now: Self.t0) == .request(launch))
         #expect(server.answersInFlight == 1)
         let writable = server.answered()
@@ -153,18 +153,18 @@ struct SessionStateMachineTests {
     @Test("while draining, every kind of request gets its shutting-down status; answers in flight still go out")
     func draining() {
         var server = Self.openServer()
-        let launch = Frame.launchRequest(requestID: 1, .success(LaunchRequest(uri: "media:x")))
+        let launch = Frame.launchRequest(requestID: 1, .success(LaunchRequest(uri: "media:x")), timeout: 0)
         _ = server.receive(.frame(launch), now: Self.t0)
         server.drain()
         #expect(!server.isDrained, "one answer is still in flight")
         let detail = "the agent is shutting down"
         let refusals: [(Frame, Frame)] = [
-            (.describeRequest(requestID: 2), .describeResponse(requestID: 2, .success(nil))),
-            (.launchRequest(requestID: 3, .success(LaunchRequest(uri: "x:"))), .launchResponse(requestID: 3, status: .remoteSystemUnavailable, detail: detail)),
-            (.openServiceRequest(requestID: 4, channelID: 1, service: "s", app: "a"), .openServiceResponse(requestID: 4, status: .remoteSystemUnavailable, detail: detail)),
-            (.serviceRequest(channelID: 1, requestID: 5, message: ServiceMessage([:])),
+            (.describeRequest(requestID: 2, timeout: 0), .describeResponse(requestID: 2, .success(nil))),
+            (.launchRequest(requestID: 3, .success(LaunchRequest(uri: "x:")), timeout: 0), .launchResponse(requestID: 3, status: .remoteSystemUnavailable, detail: detail)),
+            (.openServiceRequest(requestID: 4, channelID: 1, service: "s", app: "a", timeout: 0), .openServiceResponse(requestID: 4, status: .remoteSystemUnavailable, detail: detail)),
+            (.serviceRequest(channelID: 1, requestID: 5, message: ServiceMessage([:]), timeout: 0),
              .serviceResponse(channelID: 1, requestID: 5, reply: ServiceReply(status: .remoteSystemUnavailable, detail: detail))),
-            (.joinRequest(requestID: 6, JoinRequest(inviteSecret: [], deviceID: "", deviceName: "", publicKey: [])),
+            (.joinRequest(requestID: 6, JoinRequest(inviteSecret: [], deviceID: "", deviceName: "", publicKey: []), timeout: 0),
              .joinResponse(requestID: 6, JoinAnswer(status: .unknown, detail: detail))),
         ]
         for (request, refusal) in refusals {
@@ -236,8 +236,8 @@ struct RequestMultiplexerTests {
         let told = Told()
         let a = mux.makeRequestID(), b = mux.makeRequestID()
         #expect((a, b) == (1, 2))
-        mux.await(a) { told.results[a] = $0 }
-        mux.await(b) { told.results[b] = $0 }
+        mux.await(a, until: .distantFuture, timeout: .seconds(30)) { told.results[a] = $0 }
+        mux.await(b, until: .distantFuture, timeout: .seconds(30)) { told.results[b] = $0 }
         let answer = Frame.launchResponse(requestID: b, status: .success, detail: "")
         mux.complete(answer)?.run()
         #expect(told.results[b] == .success(answer))
@@ -254,8 +254,8 @@ struct RequestMultiplexerTests {
         mux.open(channel, handler: Handler())
         #expect(mux.isOpen(channel))
         let onChannel = mux.makeRequestID(), elsewhere = mux.makeRequestID()
-        mux.await(onChannel, channel: channel) { told.results[onChannel] = $0 }
-        mux.await(elsewhere) { told.results[elsewhere] = $0 }
+        mux.await(onChannel, channel: channel, until: .distantFuture, timeout: .seconds(30)) { told.results[onChannel] = $0 }
+        mux.await(elsewhere, until: .distantFuture, timeout: .seconds(30)) { told.results[elsewhere] = $0 }
         let closed = mux.close(channel)
         #expect(closed != nil)
         for completion in closed?.completions ?? [] { completion.run() }

@@ -121,7 +121,7 @@ struct FrameCodecConformanceTests {
         var out = ByteBuffer()
         guard (try? FrameEncoder.encode(frame, into: &out, maxFrameSize: FrameLimits.hardLimit)) != nil else {
             // Only a message that breaks the Value rules cannot be sent.
-            guard case .serviceRequest(_, _, let message) = frame, case .failure = message.values else {
+            guard case .serviceRequest(_, _, let message, _) = frame, case .failure = message.values else {
                 Issue.record("\(frame) was not written")
                 return
             }

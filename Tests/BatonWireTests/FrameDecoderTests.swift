@@ -291,7 +291,7 @@ struct FrameDecoderTests {
         let channel = decodingChannel()
         try channel.writeInbound(try framed(frame))
         let events = try readEvents(channel)
-        guard case .frame(.serviceRequest(_, _, let message))? = events.first else {
+        guard case .frame(.serviceRequest(_, _, let message, _))? = events.first else {
             Issue.record("expected a service request, got \(events)")
             return
         }

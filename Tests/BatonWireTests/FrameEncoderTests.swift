@@ -32,7 +32,7 @@ struct FrameEncoderTests {
     }
 
     @Test func frameOverThePeersLimitIsRefusedAndNothingWritten() throws {
-        let frame = Frame.serviceRequest(channelID: 0, requestID: 0, message: ServiceMessage(["blob": .bytes(Array(repeating: 1, count: 2000))]))
+        let frame = Frame.serviceRequest(channelID: 0, requestID: 0, message: ServiceMessage(["blob": .bytes(Array(repeating: 1, count: 2000))]), timeout: 0)
         var out = ByteBuffer()
         #expect {
             try FrameEncoder.encode(frame, into: &out, maxFrameSize: 1024)
@@ -68,8 +68,8 @@ struct FrameEncoderTests {
         let request = LaunchRequest(
             uri: "https://example.org/ü", preferredAppIDs: ["a", "b"], data: ["n": 1, "when": .date(Date(timeIntervalSince1970: 1))])
         let frames: [Frame] = [
-            .launchRequest(requestID: 99, .success(request)), .ping(nonce: 3),
-            .serviceRequest(channelID: 1, requestID: 2, message: ServiceMessage(["k": "v"])),
+            .launchRequest(requestID: 99, .success(request), timeout: 0), .ping(nonce: 3),
+            .serviceRequest(channelID: 1, requestID: 2, message: ServiceMessage(["k": "v"]), timeout: 0),
             .serviceResponse(channelID: 1, requestID: 2, reply: .success(["list": .array([1, 2])])),
         ]
         var bytes = ByteBuffer()

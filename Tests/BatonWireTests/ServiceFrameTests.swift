@@ -35,7 +35,7 @@ struct ServiceFrameTests {
         let message = Self.messages[index]
         var direct = ByteBuffer()
         try FrameEncoder.encode(
-            .serviceRequest(channelID: 3, requestID: 300, message: ServiceMessage(message)), into: &direct, maxFrameSize: FrameLimits.hardLimit)
+            .serviceRequest(channelID: 3, requestID: 300, message: ServiceMessage(message), timeout: 0), into: &direct, maxFrameSize: FrameLimits.hardLimit)
         let general = try Self.reference(.with {
             $0.serviceRequest = .with { $0.channelID = 3; $0.requestID = 300; $0.message = Baton_V1_Dictionary(message) }
         })
@@ -50,7 +50,7 @@ struct ServiceFrameTests {
         })
         var input = payload
         var decoder = FrameDecoder(limits: FrameLimits(maxFrameSize: FrameLimits.hardLimit))
-        guard case .frame(let frame)? = try decoder.decode(buffer: &input), case .serviceRequest(_, _, let checked) = frame else {
+        guard case .frame(let frame)? = try decoder.decode(buffer: &input), case .serviceRequest(_, _, let checked, _) = frame else {
             Issue.record("not a service request")
             return
         }
@@ -84,7 +84,7 @@ struct ServiceFrameTests {
         var out = ByteBuffer()
         #expect(throws: WireError.self) {
             try FrameEncoder.encode(
-                .serviceRequest(channelID: 1, requestID: 1, message: ServiceMessage(Self.messages[4])), into: &out, maxFrameSize: 1000)
+                .serviceRequest(channelID: 1, requestID: 1, message: ServiceMessage(Self.messages[4]), timeout: 0), into: &out, maxFrameSize: 1000)
         }
         #expect(out.readableBytes == 0)
     }
@@ -135,7 +135,7 @@ struct ServiceFrameTests {
             let payload = Array(buffer.readableBytesView)
             let short = Self.short(payload)
             #expect(short == Self.general(payload))
-            if case .frame(.serviceRequest(_, _, let m)) = short {
+            if case .frame(.serviceRequest(_, _, let m, _)) = short {
                 #expect(m.values == .success(message))
                 #expect(m.isChecked)
             }
@@ -227,7 +227,7 @@ struct ServiceFrameTests {
             Self.request(Self.entry("k", one), head: Self.field(2, varint: 2) + Self.field(1, varint: 1)),
         ]
         for payload in payloads {
-            guard case .frame(.serviceRequest(let channel, let request, let message)) = Self.short(payload) else {
+            guard case .frame(.serviceRequest(let channel, let request, let message, _)) = Self.short(payload) else {
                 Issue.record("not read: \(payload)")
                 continue
             }

@@ -72,6 +72,15 @@
 //   6. Keepalive: a side that has received nothing for 15 s sends `Ping` (within a second of
 //      that); the other answers `Pong` with the same nonce. Anything received counts, not only
 //      Pong. A peer silent for 45 s gets Goodbye REASON_TIMEOUT and the connection is closed.
+//   7. Deadlines: every request carries `timeout_ms`, how long its sender will wait for the
+//      answer, counted from when the receiver reads it (0: the receiver's own limit, 60 s for
+//      an agent). A sender stops waiting when its deadline passes and takes the request as
+//      answered with a timeout status, locally (a later response is ignored). The receiver
+//      answers by then at the latest: whatever was serving the request is stopped (a Lua
+//      launch function or provider is cancelled), and it answers LAUNCH_STATUS_UNKNOWN,
+//      OPEN_STATUS_UNKNOWN, RESPONSE_STATUS_UNKNOWN, JOIN_STATUS_UNKNOWN (with a `detail`
+//      saying "timed out"), or a DescribeResponse without a device. When a connection ends,
+//      the receiver stops serving every request still in flight on it.
 //
 // MESSAGES
 //   Message payloads are `Dictionary` values: string keys, and values that are strings,
@@ -699,6 +708,9 @@ public nonisolated struct Baton_V1_DescribeRequest: Sendable {
 
   public var requestID: UInt64 = 0
 
+  /// How long the sender waits for the answer, in milliseconds (CONVERSATION 7).
+  public var timeoutMs: UInt32 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -759,6 +771,9 @@ public nonisolated struct Baton_V1_LaunchRequest: Sendable {
   /// Clears the value of `data`. Subsequent reads from it will return its default value.
   public mutating func clearData() {self._data = nil}
 
+  /// How long the sender waits for the answer, in milliseconds (CONVERSATION 7).
+  public var timeoutMs: UInt32 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -797,6 +812,9 @@ public nonisolated struct Baton_V1_OpenServiceRequest: Sendable {
   public var serviceName: String = String()
 
   public var appID: String = String()
+
+  /// How long the sender waits for the answer, in milliseconds (CONVERSATION 7).
+  public var timeoutMs: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -837,6 +855,9 @@ public nonisolated struct Baton_V1_ServiceRequest: Sendable {
   public var hasMessage: Bool {self._message != nil}
   /// Clears the value of `message`. Subsequent reads from it will return its default value.
   public mutating func clearMessage() {self._message = nil}
+
+  /// How long the sender waits for the answer, in milliseconds (CONVERSATION 7).
+  public var timeoutMs: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1017,6 +1038,9 @@ public nonisolated struct Baton_V1_JoinRequest: Sendable {
   /// key of the certificate it presented in TLS. (The agent also takes the bare 65-byte
   /// uncompressed point, 04 || X || Y, which Baton clients sent before; send SPKI.)
   public var publicKey: Data = Data()
+
+  /// How long the sender waits for the answer, in milliseconds (CONVERSATION 7).
+  public var timeoutMs: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1745,7 +1769,7 @@ nonisolated extension Baton_V1_App: SwiftProtobuf.Message, SwiftProtobuf._Messag
 
 nonisolated extension Baton_V1_DescribeRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DescribeRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{3}timeout_ms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1754,6 +1778,7 @@ nonisolated extension Baton_V1_DescribeRequest: SwiftProtobuf.Message, SwiftProt
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.requestID) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
       default: break
       }
     }
@@ -1763,11 +1788,15 @@ nonisolated extension Baton_V1_DescribeRequest: SwiftProtobuf.Message, SwiftProt
     if self.requestID != 0 {
       try visitor.visitSingularUInt64Field(value: self.requestID, fieldNumber: 1)
     }
+    if self.timeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 2)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Baton_V1_DescribeRequest, rhs: Baton_V1_DescribeRequest) -> Bool {
     if lhs.requestID != rhs.requestID {return false}
+    if lhs.timeoutMs != rhs.timeoutMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1819,7 +1848,7 @@ nonisolated extension Baton_V1_DescribeResponse: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Baton_V1_LaunchRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".LaunchRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}uri\0\u{3}app_id\0\u{3}fallback_uri\0\u{3}preferred_app_ids\0\u{1}data\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}uri\0\u{3}app_id\0\u{3}fallback_uri\0\u{3}preferred_app_ids\0\u{1}data\0\u{3}timeout_ms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1833,6 +1862,7 @@ nonisolated extension Baton_V1_LaunchRequest: SwiftProtobuf.Message, SwiftProtob
       case 4: try { try decoder.decodeSingularStringField(value: &self.fallbackUri) }()
       case 5: try { try decoder.decodeRepeatedStringField(value: &self.preferredAppIds) }()
       case 6: try { try decoder.decodeSingularMessageField(value: &self._data) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
       default: break
       }
     }
@@ -1861,6 +1891,9 @@ nonisolated extension Baton_V1_LaunchRequest: SwiftProtobuf.Message, SwiftProtob
     try { if let v = self._data {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
     } }()
+    if self.timeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1871,6 +1904,7 @@ nonisolated extension Baton_V1_LaunchRequest: SwiftProtobuf.Message, SwiftProtob
     if lhs.fallbackUri != rhs.fallbackUri {return false}
     if lhs.preferredAppIds != rhs.preferredAppIds {return false}
     if lhs._data != rhs._data {return false}
+    if lhs.timeoutMs != rhs.timeoutMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1918,7 +1952,7 @@ nonisolated extension Baton_V1_LaunchResponse: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Baton_V1_OpenServiceRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".OpenServiceRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{3}channel_id\0\u{3}service_name\0\u{3}app_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{3}channel_id\0\u{3}service_name\0\u{3}app_id\0\u{3}timeout_ms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1930,6 +1964,7 @@ nonisolated extension Baton_V1_OpenServiceRequest: SwiftProtobuf.Message, SwiftP
       case 2: try { try decoder.decodeSingularUInt64Field(value: &self.channelID) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.serviceName) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
       default: break
       }
     }
@@ -1948,6 +1983,9 @@ nonisolated extension Baton_V1_OpenServiceRequest: SwiftProtobuf.Message, SwiftP
     if !self.appID.isEmpty {
       try visitor.visitSingularStringField(value: self.appID, fieldNumber: 4)
     }
+    if self.timeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1956,6 +1994,7 @@ nonisolated extension Baton_V1_OpenServiceRequest: SwiftProtobuf.Message, SwiftP
     if lhs.channelID != rhs.channelID {return false}
     if lhs.serviceName != rhs.serviceName {return false}
     if lhs.appID != rhs.appID {return false}
+    if lhs.timeoutMs != rhs.timeoutMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2003,7 +2042,7 @@ nonisolated extension Baton_V1_OpenServiceResponse: SwiftProtobuf.Message, Swift
 
 nonisolated extension Baton_V1_ServiceRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ServiceRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}channel_id\0\u{3}request_id\0\u{1}message\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}channel_id\0\u{3}request_id\0\u{1}message\0\u{3}timeout_ms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2014,6 +2053,7 @@ nonisolated extension Baton_V1_ServiceRequest: SwiftProtobuf.Message, SwiftProto
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.channelID) }()
       case 2: try { try decoder.decodeSingularUInt64Field(value: &self.requestID) }()
       case 3: try { try decoder.decodeSingularMessageField(value: &self._message) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
       default: break
       }
     }
@@ -2033,6 +2073,9 @@ nonisolated extension Baton_V1_ServiceRequest: SwiftProtobuf.Message, SwiftProto
     try { if let v = self._message {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
     } }()
+    if self.timeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2040,6 +2083,7 @@ nonisolated extension Baton_V1_ServiceRequest: SwiftProtobuf.Message, SwiftProto
     if lhs.channelID != rhs.channelID {return false}
     if lhs.requestID != rhs.requestID {return false}
     if lhs._message != rhs._message {return false}
+    if lhs.timeoutMs != rhs.timeoutMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2235,7 +2279,7 @@ nonisolated extension Baton_V1_Goodbye.Reason: SwiftProtobuf._ProtoNameProviding
 
 nonisolated extension Baton_V1_JoinRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".JoinRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{3}invite_secret\0\u{3}device_id\0\u{3}device_name\0\u{3}public_key\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{3}invite_secret\0\u{3}device_id\0\u{3}device_name\0\u{3}public_key\0\u{3}timeout_ms\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2248,6 +2292,7 @@ nonisolated extension Baton_V1_JoinRequest: SwiftProtobuf.Message, SwiftProtobuf
       case 3: try { try decoder.decodeSingularStringField(value: &self.deviceID) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.deviceName) }()
       case 5: try { try decoder.decodeSingularBytesField(value: &self.publicKey) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.timeoutMs) }()
       default: break
       }
     }
@@ -2269,6 +2314,9 @@ nonisolated extension Baton_V1_JoinRequest: SwiftProtobuf.Message, SwiftProtobuf
     if !self.publicKey.isEmpty {
       try visitor.visitSingularBytesField(value: self.publicKey, fieldNumber: 5)
     }
+    if self.timeoutMs != 0 {
+      try visitor.visitSingularUInt32Field(value: self.timeoutMs, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2278,6 +2326,7 @@ nonisolated extension Baton_V1_JoinRequest: SwiftProtobuf.Message, SwiftProtobuf
     if lhs.deviceID != rhs.deviceID {return false}
     if lhs.deviceName != rhs.deviceName {return false}
     if lhs.publicKey != rhs.publicKey {return false}
+    if lhs.timeoutMs != rhs.timeoutMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,0 +1,131 @@
+import BatonCore
+import BatonWire
+import NIOCore
+
+// Serving the peer's requests: each gets exactly one answer, by its deadline at the latest.
+extension PeerConnection {
+    /// Hands a request of the peer to whoever serves it, with its ``RequestContext``.
+    func serve(_ frame: Frame) {
+        guard let head = RequestHead(frame), let id = frame.requestID, let timeout = frame.timeout else {
+            preconditionFailure("\(frame) is not a request")
+        }
+        let wait = timeout > 0 ? TimeAmount.milliseconds(Int64(timeout)) : timing.requestTimeout
+        let context = RequestContext(deadline: eventLoop.now + wait)
+        inFlight[id] = InFlight(head: head, context: context, timeout: wait)
+        armDeadlines(context.deadline)
+        let delegate = self.delegate ?? RefusingDelegate.shared
+        switch frame {
+        case .describeRequest:
+            answer(delegate.connectionDescribe(self, context: context), to: frame) { .describeResponse(requestID: id, .success($0)) }
+        case .launchRequest(_, .failure(let error), _):
+            answer(.launchResponse(requestID: id, status: .unknown, detail: "bad launch data: \(error)"))
+        case .launchRequest(_, .success(let request), _):
+            answer(delegate.connection(self, launch: request, context: context), to: frame) {
+                .launchResponse(requestID: id, status: $0.0, detail: $0.1)
+            }
+        case .openServiceRequest(_, let channel, let service, let app, _):
+            guard !multiplexer.isOpen(channel) else { return answer(refusal(head, .channelAlreadyOpen)) }
+            answer(delegate.connection(self, open: service, app: app, channelID: channel, context: context), to: frame) { [self] answer in
+                if answer.status == .success, let handler = answer.handler, isOpen { multiplexer.open(channel, handler: handler) }
+                return .openServiceResponse(requestID: id, status: answer.status, detail: answer.detail)
+            }
+        case .serviceRequest(let channel, _, let message, _):
+            guard let handler = multiplexer.handler(of: channel) else { return answer(refusal(head, .channelNotOpen)) }
+            let responder = ServiceResponder(connection: self, channelID: channel, requestID: id, context: context)
+            handler.channel(channel, of: self, request: message, responder: responder)
+        case .joinRequest(_, let request, _):
+            answer(delegate.connection(self, join: request, context: context), to: frame) { .joinResponse(requestID: id, $0) }
+        default:
+            preconditionFailure("\(frame) is not a request")
+        }
+    }
+
+    private func refusal(_ head: RequestHead, _ why: Refusal) -> Frame {
+        SessionStateMachine.refusal(head, why)!
+    }
+
+    /// Answers `request` with what `future` gives, made into a frame by `make`; a failed future
+    /// gets the refusal of its kind.
+    private func answer<T: Sendable>(_ future: EventLoopFuture<T>, to request: Frame, _ make: @escaping (T) -> Frame) {
+        let make = NIOLoopBound(make, eventLoop: eventLoop)
+        future.hop(to: eventLoop).whenComplete { [self] result in
+            switch result {
+            case .success(let value): answer(make.value(value))
+            case .failure(let error): answer(refusal(RequestHead(request)!, .failed("\(error)")))
+            }
+        }
+    }
+
+    /// Sends the answer to one of the peer's requests, if it still waits for one (the
+    /// connection is up, the request not answered yet, its deadline not past); one over the
+    /// peer's frame limit goes as the too-large answer of its kind.
+    func answer(_ frame: Frame) {
+        guard let id = frame.requestID, let entry = inFlight.removeValue(forKey: id) else { return }
+        entry.context.finish()
+        if session.answered() {
+            if case .tooLarge(let size, let limit)? = write(frame), let fallback = SessionStateMachine.fallback(for: frame, size: size, limit: limit) {
+                logger.warning("answer over the peer's frame limit", metadata: ["size": "\(size)", "limit": "\(limit)"])
+                write(fallback)
+            }
+        }
+        if session.isDrained { drained?() }
+    }
+
+    /// Answers a ServiceRequest `success` with the message `source` writes; false, answering
+    /// nothing, when `source` gives up.
+    func answer(channelID: UInt64, requestID: UInt64, source: some MessageSource) -> Bool {
+        guard inFlight[requestID] != nil else { return true }
+        guard session.isOpen || session.phase == .draining else {
+            // Nobody to tell any more.
+            answer(.serviceResponse(channelID: channelID, requestID: requestID, reply: ServiceReply(status: .unknown)))
+            return true
+        }
+        var gaveUp = false
+        let problem = link.write(limit: session.peerLimits.maxFrameSize) { out, limit throws(WireError) in
+            gaveUp = try !FrameEncoder.encodeServiceResponse(
+                channelID: channelID, requestID: requestID, source: source, into: &out, maxFrameSize: limit)
+        }
+        guard !gaveUp else { return false }
+        let written = Frame.serviceResponse(channelID: channelID, requestID: requestID, reply: ServiceReply(status: .success))
+        guard case .frameTooLarge(let size, let limit)? = problem else {
+            inFlight.removeValue(forKey: requestID)?.context.finish()
+            _ = session.answered()
+            if session.isDrained { drained?() }
+            return true
+        }
+        // The too-large answer takes its place, counted once.
+        answer(SessionStateMachine.fallback(for: written, size: size, limit: limit)!)
+        return true
+    }
+
+    /// The requests of the peer whose deadline is past at `now`: their servers are told to stop,
+    /// and the peer hears a timeout status.
+    func expireServing(at now: NIODeadline) {
+        for (id, entry) in inFlight where entry.context.deadline <= now {
+            logger.notice("a request was not answered by its deadline", metadata: ["request": "\(id)", "kind": "\(entry.head.kind)"])
+            entry.context.cancel()
+            let within = DurationText.format(.nanoseconds(entry.timeout.nanoseconds))
+            answer(refusal(entry.head, .timedOut("timed out: no answer within \(within)")))
+        }
+    }
+
+    /// The connection ended: whatever still serves a request of the peer is told to stop.
+    func cancelServing() {
+        let entries = inFlight.values
+        inFlight = [:]
+        for entry in entries { entry.context.cancel() }
+    }
+}
+
+/// A request of the peer being served: what its refusal needs, and its context.
+struct InFlight {
+    let head: RequestHead
+    let context: RequestContext
+    /// How long the peer waits, for the words of a timeout.
+    let timeout: TimeAmount
+}
+
+/// Answers for a connection that has no delegate: the protocol's polite refusals.
+final class RefusingDelegate: PeerConnectionDelegate {
+    static let shared = RefusingDelegate()
+}

@@ -1,0 +1,39 @@
+import NIOCore
+
+/// One request from the peer, as whatever serves it sees it: when its answer is due, and
+/// whether it is still wanted. It is cancelled when its deadline passes before the answer (the
+/// peer then hears a timeout status) or the connection ends; its server stops the work then (a
+/// Lua task is cancelled, an argv launch is not waited on). Confined to the connection's loop.
+public final class RequestContext: @unchecked Sendable {
+    /// When the peer stops waiting.
+    public let deadline: NIODeadline
+    /// Whether the request was given up: its deadline passed, or its connection ended.
+    public private(set) var isCancelled = false
+    private var cancellations: [() -> Void] = []
+
+    /// A request due by `deadline`.
+    public init(deadline: NIODeadline) {
+        self.deadline = deadline
+    }
+
+    /// Runs `body` when the request is given up (at once if it already is). Not run once the
+    /// request is answered.
+    public func whenCancelled(_ body: @escaping () -> Void) {
+        if isCancelled { return body() }
+        cancellations.append(body)
+    }
+
+    /// Gives the request up: its cancellation handlers run, once.
+    func cancel() {
+        guard !isCancelled else { return }
+        isCancelled = true
+        let handlers = cancellations
+        cancellations = []
+        for handler in handlers { handler() }
+    }
+
+    /// The request was answered: nothing is run for it any more.
+    func finish() {
+        cancellations = []
+    }
+}
