@@ -25,27 +25,38 @@ public final class Agent: @unchecked Sendable {
     var trustStore: TrustStore?
     /// Provider task names by app and service (only services that channels opened to).
     private var providerTaskNames: [ProviderKey: String] = [:]
+    /// The `conn` objects of the channels clients open (providers receive them).
+    let channelObjects: ChannelObjects
 
+    /// Call on the runtime's loop.
     private init(runtime: LuaRuntime, configuration: AgentConfiguration, ended: EventLoopFuture<RunOutcome>, logger: Logger) {
         self.runtime = runtime
         self.configuration = configuration
         self.ended = ended
         self.logger = logger
         self.spawner = ProcessSpawner(eventLoop: runtime.eventLoop)
+        self.channelObjects = ChannelObjects(runtime: runtime, keepsRunAlive: false)
     }
 
     /// Runs `config` (nil: no file, the defaults alone) and returns the agent once the
     /// configuration's main chunk has returned. A configuration that fails to load or raises
     /// fails the future with the script's message (`agent.lua:3: app: id is required`).
+    ///
+    /// The runtime gets the standard modules (``BatonModules/standard(network:)``) and the
+    /// configuration functions (``AgentConfigurationModule``). `network` is how its Lua code
+    /// (launch functions, providers) reaches other devices: give it the agent's own identity
+    /// (`security`), so that it dials them over mutual TLS as this device, as `baton run` does
+    /// with the account; the default is plaintext, which reaches loopback agents only.
     public static func start(
-        config: ScriptSource?, defaults: AgentConfiguration, options: RuntimeOptions, on loop: any EventLoop
+        config: ScriptSource?, defaults: AgentConfiguration, options: RuntimeOptions,
+        network: DeviceAccess.Options = DeviceAccess.Options(), on loop: any EventLoop
     ) -> EventLoopFuture<Agent> {
         let ready = loop.makePromise(of: Agent.self)
-        let collector = ConfigurationCollector(defaults: defaults)
+        let collector = AgentConfigurationModule(defaults: defaults)
         let source = config ?? .string("", chunkName: "defaults")
         let endedPromise = loop.makePromise(of: RunOutcome.self)
-        let ended = LuaRuntime.run(source, options: options, on: loop) { runtime in
-            collector.install(in: runtime)
+        let modules = BatonModules.standard(network: network) + [collector]
+        let ended = LuaRuntime.run(source, options: options, modules: modules, on: loop) { runtime in
             runtime.retainKeepAlive()
             runtime.mainChunkCompletion = { result in
                 switch result {
@@ -157,6 +168,7 @@ public final class Agent: @unchecked Sendable {
 
     /// Whether `service` of `app` can be opened.
     public func openStatus(app id: String, service: String, from caller: AuthorizationKind = .sameAccount) -> (OpenStatus, String) {
+        guard !runtime.isFinished else { return (.appUnavailable, "\(configuration.device.name) is stopping") }
         guard let app = configuration.app(id) else { return (.appNotInstalled, "no app \(id) on \(configuration.device.name)") }
         if caller == .anonymous, !app.info.anonymous {
             return (.notAuthorized, "\(id) serves devices of its own account only (anonymous = true lets others in)")
@@ -209,7 +221,7 @@ public final class Agent: @unchecked Sendable {
     /// still in its checked bytes goes straight into a Lua table, and a provider's plain
     /// message table straight into the response frame.
     func serve(channel: AgentConnection.ServiceChannel, message: ServiceMessage, responder: ServiceResponder) {
-        let object = channel.object
+        let object = channel.conn.object
         serveOnLoop(app: channel.app, service: channel.service, provider: channel.provider, taskName: channel.taskName,
                     pushMessage: { [runtime] lua in
                         let pushed = message.withCheckedFields { runtime.pushMessage(checkedFields: $0, on: lua) } ?? nil

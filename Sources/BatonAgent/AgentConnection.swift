@@ -8,7 +8,7 @@ import NIOCore
 /// app-service channels the client opens on it.
 final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
     let agent: Agent
-    /// A number for this connection, stored in the Lua `conn` objects of its channels.
+    /// The agent's number for this connection.
     let number: Int
     weak var connection: PeerConnection?
     /// Channel id → the channel's app, service and Lua object.
@@ -18,16 +18,16 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         let app: String
         let service: String
         /// The `conn` table providers receive.
-        let object: LuaReference
+        let conn: ChannelObjects.Channel
         /// The provider and how reports name its tasks, looked up once, not per request (the
         /// configured apps do not change once the agent runs).
         let provider: LuaReference?
         let taskName: String
 
-        init(app: String, service: String, object: LuaReference, provider: LuaReference?, taskName: String) {
+        init(app: String, service: String, conn: ChannelObjects.Channel, provider: LuaReference?, taskName: String) {
             self.app = app
             self.service = service
-            self.object = object
+            self.conn = conn
             self.provider = provider
             self.taskName = taskName
         }
@@ -91,9 +91,9 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
     func connection(_ connection: PeerConnection, open request: Baton_V1_OpenServiceRequest) -> EventLoopFuture<Baton_V1_OpenServiceResponse> {
         let (status, detail) = agent.openStatus(app: request.appID, service: request.serviceName, from: caller(connection))
         if status == .success {
-            let object = agent.makeChannelObject(connection: number, channel: request.channelID, app: request.appID, service: request.serviceName)
+            let conn = agent.makeChannelObject(for: self, channel: request.channelID, app: request.appID, service: request.serviceName)
             channels[request.channelID] = ServiceChannel(
-                app: request.appID, service: request.serviceName, object: object,
+                app: request.appID, service: request.serviceName, conn: conn,
                 provider: agent.configuration.app(request.appID)?.services[request.serviceName],
                 taskName: agent.sharedProviderTaskName(app: request.appID, service: request.serviceName))
         }
@@ -121,7 +121,7 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
 
     func connection(_ connection: PeerConnection, channelClosed channelID: UInt64, status: Baton_V1_ClosedStatus) {
         guard let channel = channels.removeValue(forKey: channelID) else { return }
-        agent.channelClosed(object: channel.object, status: ClosedStatus(wire: status))
+        agent.channelClosed(channel.conn, status: ClosedStatus(wire: status))
     }
 
     func connectionClosed(_ connection: PeerConnection, reason: String) {

@@ -3,126 +3,122 @@ import BatonCore
 import CLuaShim
 import NIOCore
 
-// baton.filter, baton.devices, baton.watch, and finding devices by name or id.
-extension LuaRuntime {
+/// Finding devices: `baton.filter`, `baton.devices` and `baton.watch` (and the watcher's
+/// `stop`, also its `__close`). Owns the running watchers: each keeps the run alive until it
+/// stops, and a task's stop when it is cancelled. Shares the client and directory with
+/// ``ClientModule`` through a ``DeviceAccess``.
+public final class DiscoveryModule: LuaModule, @unchecked Sendable {
+    /// The client and directory it finds devices through.
+    public let access: DeviceAccess
+    /// Running watchers, by the number in their table.
+    private var watchers: [Int: Watcher] = [:]
+    private var nextWatcherNumber = 1
+
+    private struct Watcher {
+        let watch: DeviceDirectory.Watch
+        let handlers: LuaReference
+        let owner: LuaTaskID?
+    }
+
     static let filterMetatable = "baton.filter"
     static let watcherMetatable = "baton.watcher"
     /// How long `find` and `devices` wait by default.
-    static let defaultDiscoveryTimeout = TimeAmount.seconds(3)
+    static let defaultTimeout = TimeAmount.seconds(3)
 
-    /// The shared directory, started (mDNS browsed, static peers polled) on first use.
-    var directory: DeviceDirectory {
-        get throws {
-            if let existing = directoryStorage { return existing }
-            let client = try client
-            var discovery = options.discovery
-            // `same_account` filters compare with this device's account.
-            if let account = client.options.security.trustStore?.credentials.fingerprint.hex { discovery.account = account }
-            let directory = DeviceDirectory(client: client, options: discovery, logger: logger)
-            directoryStorage = directory
-            directory.start()
-            return directory
-        }
+    /// A module finding devices through `access` (share it with the run's ``ClientModule``).
+    public init(access: DeviceAccess) {
+        self.access = access
     }
 
-    func installDiscoveryFunctions(module m: Int32) {
-        let lua = state
-        register("filter", in: m, qualifier: "baton") { call in try call.runtime.makeFilter(call) }
-        register("devices", in: m, qualifier: "baton") { call in try call.runtime.listDevices(call) }
-        register("watch", in: m, qualifier: "baton") { call in try call.runtime.startWatch(call) }
+    /// Adds `filter`, `devices` and `watch`, and the watcher's methods.
+    public func install(in runtime: LuaRuntime, table m: Int32) throws {
+        access.attach(to: runtime)
+        let lua = runtime.state
+        runtime.register("filter", in: m, qualifier: "baton") { call in try Self.makeFilter(call) }
+        runtime.register("devices", in: m, qualifier: "baton") { [self] call in try listDevices(call) }
+        runtime.register("watch", in: m, qualifier: "baton") { [self] call in try startWatch(call) }
         luaL_newmetatable(lua.pointer, Self.filterMetatable)
         lua.pop()
         luaL_newmetatable(lua.pointer, Self.watcherMetatable)
         lua.newTable()
-        register("stop", in: -1, qualifier: "watcher") { call in try call.runtime.stopWatch(call) }
+        runtime.register("stop", in: -1, qualifier: "watcher") { [self] call in try stopWatch(call) }
         lua.rawSet(-2, field: "__index")
-        register("__close", in: -1, qualifier: "watcher") { call in try call.runtime.stopWatch(call) }
+        runtime.register("__close", in: -1, qualifier: "watcher") { [self] call in try stopWatch(call) }
         lua.pop()
+    }
+
+    /// Stops the directory and forgets the watchers.
+    public func runFinished(_ runtime: LuaRuntime) {
+        // Its mDNS sockets close; watchers hear nothing more.
+        access.stop()
+        watchers.removeAll()
+    }
+
+    /// Stops the watchers `task` started.
+    public func taskCancelled(_ task: LuaTaskID, in runtime: LuaRuntime) {
+        for (number, watcher) in watchers where watcher.owner == task {
+            stop(number, in: runtime)
+        }
     }
 
     // MARK: filters
 
     /// The filter at `position`: a table of `kind`, `transport`, `status`, `platform`,
     /// `authorization` (kind and platform: a string or a list), or nil for the default.
-    func filter(_ call: HostCall, _ position: Int32) throws -> DeviceFilter {
-        var filter = DeviceFilter()
-        if call.isNoneOrNil(position) { return filter }
+    static func filter(_ call: HostCall, _ position: Int32) throws -> DeviceFilter {
+        if call.isNoneOrNil(position) { return DeviceFilter() }
         guard call.lua.type(at: position) == .table else {
             throw call.argumentError(position, "filter table expected (baton.filter{kind = \"tv\"}), got \(call.lua.typeName(at: position))")
         }
-        let options = OptionsTable(call: call, position: position, function: call.name)
+        let options = OptionTable(call, at: position, function: call.name)
         try options.check(allowed: ["kind", "transport", "status", "platform", "authorization"])
-        func list(_ name: String) throws -> [String] {
-            if let one = try? options.string(name) { return [one] }
-            return try options.strings(name) ?? []
+        do {
+            return try DeviceFilter.parse(
+                kinds: options.stringOrStrings("kind") ?? [], platforms: options.stringOrStrings("platform") ?? [],
+                transport: options.string("transport"), status: options.string("status"),
+                authorization: options.string("authorization"))
+        } catch let error as DeviceFilter.ParseError {
+            throw HostError.message("\(call.name): \(error)")
         }
-        for kind in try list("kind") {
-            guard let k = DeviceKind(rawValue: kind) else {
-                throw HostError.message("\(call.name): unknown kind '\(kind)' (kinds: \(DeviceKind.allCases.map(\.rawValue).joined(separator: ", ")))")
-            }
-            filter.kinds.insert(k)
-        }
-        for platform in try list("platform") {
-            guard let p = Platform(rawValue: platform) else {
-                throw HostError.message("\(call.name): unknown platform '\(platform)' (platforms: \(Platform.allCases.map(\.rawValue).joined(separator: ", ")))")
-            }
-            filter.platforms.insert(p)
-        }
-        switch try options.string("transport") {
-        case nil, "any": filter.transport = nil
-        case let t?:
-            guard let value = Transport(rawValue: t) else { throw HostError.message("\(call.name): transport must be local, cloud or any, not '\(t)'") }
-            filter.transport = value
-        }
-        switch try options.string("status") {
-        case nil, "available": filter.status = .available
-        case "any": filter.status = nil
-        case let s?: throw HostError.message("\(call.name): status must be available or any, not '\(s)'")
-        }
-        if let kind = try options.string("authorization") {
-            guard let value = AuthorizationKind(rawValue: kind) else {
-                throw HostError.message("\(call.name): authorization must be same_account or anonymous, not '\(kind)'")
-            }
-            filter.authorization = value
-        }
-        return filter
     }
 
     /// `baton.filter{...}`: checks the table now (so mistakes show where they are made) and
     /// returns it, marked as a filter.
-    private func makeFilter(_ call: HostCall) throws -> HostResult {
+    private static func makeFilter(_ call: HostCall) throws -> HostResult {
         _ = try filter(call, 1)
         call.lua.pushValue(at: 1)
-        call.lua.pushMetatable(named: Self.filterMetatable)
+        call.lua.pushMetatable(named: filterMetatable)
         call.lua.setMetatable(-2)
         return .values(1)
     }
 
     /// The `timeout` of an options table at `position`, or the default.
-    func discoveryTimeout(_ call: HostCall, _ position: Int32) throws -> TimeAmount {
+    static func timeout(_ call: HostCall, _ position: Int32) throws -> TimeAmount {
         guard call.lua.type(at: position) == .table else {
-            if call.isNoneOrNil(position) { return Self.defaultDiscoveryTimeout }
+            if call.isNoneOrNil(position) { return defaultTimeout }
             throw call.argumentError(position, "options table expected ({timeout = 2}), got \(call.lua.typeName(at: position))")
         }
-        let options = OptionsTable(call: call, position: position, function: call.name)
+        let options = OptionTable(call, at: position, function: call.name)
         try options.check(allowed: ["timeout"])
         call.lua.rawGet(position, field: "timeout")
         defer { call.lua.pop() }
-        if call.lua.type(at: -1) == .nil { return Self.defaultDiscoveryTimeout }
+        if call.lua.type(at: -1) == .nil { return defaultTimeout }
         guard let seconds = call.lua.toNumber(at: -1), seconds >= 0, seconds <= 86_400 else {
             throw HostError.message("\(call.name): timeout must be a number of seconds between 0 and 86400")
         }
         return .nanoseconds(Int64(seconds * 1e9))
     }
 
-    // MARK: devices and find
+    // MARK: devices
 
     /// `baton.devices([filter], [{timeout =}])`: the devices known once enumeration is over
     /// (or the timeout passed), sorted by name.
     private func listDevices(_ call: HostCall) throws -> HostResult {
-        let filter = try filter(call, 1)
-        let timeout = try discoveryTimeout(call, 2)
-        let directory = try self.directory
+        let filter = try Self.filter(call, 1)
+        let timeout = try Self.timeout(call, 2)
+        let runtime = call.runtime
+        let directory = try access.directory
+        let eventLoop = runtime.eventLoop
         let promise = eventLoop.makePromise(of: [RemoteDevice].self)
         var watch: DeviceDirectory.Watch?
         var finished = false
@@ -139,94 +135,53 @@ extension LuaRuntime {
         let onTimeout = NIOLoopBound(finish, eventLoop: eventLoop)
         let timer = eventLoop.scheduleTask(in: timeout) { onTimeout.value() }
         promise.futureResult.whenComplete { _ in timer.cancel() }
-        return try wait(call, for: promise.futureResult) { devices, lua in
+        return try runtime.wait(call, for: promise.futureResult) { devices, lua in
             lua.newTable(arrayCount: Int32(devices.count))
             for (i, device) in devices.enumerated() {
-                self.pushDevice(device, on: lua)
+                LuaDevice.push(device, on: lua, runtime: runtime)
                 lua.rawSet(-2, index: i + 1)
             }
             return 1
         }
     }
 
-    /// `baton.find(name or id, {timeout =})` through the directory (see
-    /// ``DeviceDirectory/find(_:timeout:)``).
-    func findInDirectory(_ call: HostCall, target: String, timeout: TimeAmount) throws -> HostResult {
-        return try wait(call, for: directory.find(target, timeout: timeout)) { result, lua in
-            switch result {
-            case .found(let device):
-                self.pushDevice(device, on: lua)
-                return 1
-            case .notFound:
-                lua.pushNil()
-                lua.push("not_found")
-                return 2
-            case .ambiguous(let ids):
-                lua.pushNil()
-                lua.push("ambiguous")
-                lua.push("\(ids.count) devices are named \"\(target)\": \(ids.joined(separator: ", ")); find one by id")
-                return 3
-            }
-        }
-    }
-
-    /// The device `text` names among those already known (a name or an id), for launch and
-    /// open; nil when none or several do.
-    func knownDevice(_ text: String) -> DeviceAddress? {
-        guard case .found(let device)? = directoryStorage?.match(text, among: DeviceFilter(status: nil)) else { return nil }
-        return device.endpoints.first
-    }
-
-    /// Pushes a device table: id, name, kind, platform, model, manufacturer, address,
-    /// addresses, transports, status, account; `dev:apps()`.
-    func pushDevice(_ device: RemoteDevice, on lua: LuaState) {
-        let address = device.endpoints.first ?? DeviceAddress(host: "", port: 0)
-        pushDevice(device.info, address: address, on: lua)
-        lua.push(device.status.rawValue)
-        lua.rawSet(-2, field: "status")
-        lua.push(device.account)
-        lua.rawSet(-2, field: "account")
-        push(Value.array([Value.string(device.transport.rawValue)]), on: lua)
-        lua.rawSet(-2, field: "transports")
-        push(Value.array(device.endpoints.map { Value.string($0.description) }), on: lua)
-        lua.rawSet(-2, field: "addresses")
-    }
-
     // MARK: watch
 
     /// `baton.watch(filter, {added =, updated =, removed =, enumeration_completed =, error =})`:
     /// a watcher whose handlers run as tasks; it keeps the script running until `:stop()` (or
-    /// the end of its to-be-closed scope).
+    /// the end of its to-be-closed scope, or the cancellation of the task that started it).
     private func startWatch(_ call: HostCall) throws -> HostResult {
-        let filter = try filter(call, 1)
+        let filter = try Self.filter(call, 1)
         let lua = call.lua
+        let runtime = call.runtime
         guard lua.type(at: 2) == .table else {
             throw call.argumentError(2, "handlers table expected ({added = function(dev) ... end}), got \(lua.typeName(at: 2))")
         }
-        let handlers = OptionsTable(call: call, position: 2, function: call.name)
+        let handlers = OptionTable(call, at: 2, function: call.name)
         try handlers.check(allowed: ["added", "updated", "removed", "enumeration_completed", "error"])
-        let handlersRef = reference(at: 2, on: lua)
+        let directory = try access.directory
+        let handlersRef = runtime.reference(at: 2, on: lua)
         let number = nextWatcherNumber
         nextWatcherNumber += 1
-        retainKeepAlive()
-        let watch = try directory.watch(filter) { [self] event in
+        runtime.retainKeepAlive()
+        let watch = directory.watch(filter) { event in
             switch event {
             case .added(let d), .updated(let d), .removed(let d):
                 let field = switch event { case .added: "added"; case .updated: "updated"; default: "removed" }
-                startCallback(field, of: handlersRef, name: "watch \(field)") { lua in
-                    self.pushDevice(d, on: lua)
+                runtime.startCallback(field, of: handlersRef, name: "watch \(field)") { lua in
+                    LuaDevice.push(d, on: lua, runtime: runtime)
                     return 1
                 }
             case .enumerationCompleted:
-                startCallback("enumeration_completed", of: handlersRef, name: "watch enumeration_completed")
+                runtime.startCallback("enumeration_completed", of: handlersRef, name: "watch enumeration_completed")
             case .error(let problem):
-                startCallback("error", of: handlersRef, name: "watch error") { lua in
+                runtime.startCallback("error", of: handlersRef, name: "watch error") { lua in
                     lua.push(problem)
                     return 1
                 }
             }
         }
-        watchers[number] = (watch, handlersRef)
+        watchers[number] = Watcher(watch: watch, handlers: handlersRef, owner: runtime.currentTaskID)
         lua.newTable(recordCount: 1)
         lua.push(number)
         lua.rawSet(-2, field: "_watch")
@@ -242,11 +197,14 @@ extension LuaRuntime {
         lua.rawGet(1, field: "_watch")
         let number = lua.toInteger(at: -1).map(Int.init)
         lua.pop()
-        if let number, let (watch, handlers) = watchers.removeValue(forKey: number) {
-            directoryStorage?.unwatch(watch)
-            release(handlers)
-            releaseKeepAlive()
-        }
+        if let number { stop(number, in: call.runtime) }
         return .values(0)
+    }
+
+    private func stop(_ number: Int, in runtime: LuaRuntime) {
+        guard let watcher = watchers.removeValue(forKey: number) else { return }
+        access.startedDirectory?.unwatch(watcher.watch)
+        runtime.release(watcher.handlers)
+        runtime.releaseKeepAlive()
     }
 }

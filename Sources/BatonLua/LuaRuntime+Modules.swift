@@ -1,20 +1,19 @@
 import CLuaShim
-import Logging
 
 extension LuaRuntime {
-    /// The `baton` table: global, and what `require "baton"` returns.
-    func installBatonModule() throws {
+    /// Makes the `baton` table (global, and what `require "baton"` returns), installs
+    /// `modules` into it in order, then runs the prelude.
+    func install(_ modules: [any LuaModule]) throws {
         let lua = state
         lua.newTable()
         let m = lua.top
         lua.push("0.1.0")
         lua.rawSet(m, field: "version")
-        installTaskFunctions(module: m)
-        installValueTypes(module: m)
-        installMessageFunctions(module: m)
-        installJSON(module: m)
-        installClientFunctions(module: m)
-        installDiscoveryFunctions(module: m)
+        self.modules = modules
+        for module in modules {
+            try module.install(in: self, table: m)
+            lua.setTop(m)
+        }
 
         // Internal functions the prelude needs; not visible to scripts.
         lua.newTable()
@@ -25,36 +24,40 @@ extension LuaRuntime {
             if let task = call.runtime.current { call.runtime.abandonWait(of: task) }
             return .values(0)
         }
-        register("log", in: host, qualifier: "baton.log") { call in
-            let level = try call.string(1)
-            let message = try call.string(2)
-            let runtime = call.runtime
-            let swiftLevel: Logger.Level = switch level {
-            case "debug": .debug
-            case "warn": .warning
-            case "error": .error
-            default: .info
-            }
-            runtime.logger.log(level: swiftLevel, "\(message)", source: "script")
-            return .values(0)
-        }
 
         lua.pushValue(at: m)
         lua_setglobal(lua.pointer, "baton")
 
-        let code = Prelude.source
-        var status = code.utf8CString.withUnsafeBufferPointer { buf in
-            baton_loadbuffer(lua.pointer, buf.baseAddress, buf.count - 1, "=baton")
+        lua.pushValue(at: m)
+        lua.pushValue(at: host)
+        do {
+            try runChunk(Prelude.source, named: "baton", arguments: 2)
+        } catch {
+            throw HostError.message("the baton prelude failed: \(error)")
+        }
+        lua.setTop(m - 1)
+    }
+
+    /// Runs Lua `source` once, protected, on the main state, with the `arguments` values on
+    /// top of the stack (popped) as its `...`: how a module written partly in Lua installs that
+    /// part. Call while installing. Throws the chunk's error message.
+    public func runChunk(_ source: String, named name: String, arguments: Int32) throws {
+        let lua = state
+        var status = source.utf8CString.withUnsafeBufferPointer { buf in
+            baton_loadbuffer(lua.pointer, buf.baseAddress, buf.count - 1, "=" + name)
         }
         if status == LUA_OK {
-            lua.pushValue(at: m)
-            lua.pushValue(at: host)
-            status = baton_pcall_traceback(lua.pointer, 2, 0)
+            baton_insert(lua.pointer, -1 - arguments)
+            status = baton_pcall_traceback(lua.pointer, arguments, 0)
+        } else {
+            // The load error on top of the arguments: keep the error alone.
+            baton_insert(lua.pointer, -1 - arguments)
+            lua.pop(arguments)
         }
         guard status == LUA_OK else {
             let message = lua.toString(at: -1) ?? "?"
-            throw HostError.message("the baton prelude failed: \(message)")
+            lua.pop()
+            throw HostError.message(message)
         }
-        lua.setTop(m - 1)
     }
 }

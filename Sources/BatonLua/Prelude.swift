@@ -1,5 +1,7 @@
-/// The part of the `baton` module written in Lua. It runs once per state, with the module
-/// table and a table of internal host functions as its arguments.
+/// The part of the runtime core written in Lua: coroutine functions that pass a waiting baton
+/// call's yield through the script's own coroutines. It runs once per state, after the modules
+/// are installed, with the `baton` table and a table of internal host functions as its
+/// arguments.
 enum Prelude {
     static let source = #"""
 local baton, host = ...
@@ -39,19 +41,6 @@ function coroutine.wrap(f)
     error(r[2], 0)
   end
 end
-
-local log = {}
-for _, level in ipairs { "debug", "info", "warn", "error" } do
-  local emit = host.log
-  log[level] = function(...)
-    local n = select("#", ...)
-    if n == 1 then return emit(level, tostring((...))) end
-    local parts = pack(...)
-    for i = 1, n do parts[i] = tostring(parts[i]) end
-    return emit(level, concat(parts, " ", 1, n))
-  end
-end
-baton.log = log
 
 package.loaded.baton = baton
 """#

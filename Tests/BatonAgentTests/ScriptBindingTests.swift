@@ -57,14 +57,17 @@ struct LiveAgent {
     /// Runs `code` with `--peer` set to the agent; `ADDR` in the code is replaced by its address.
     func run(_ code: String, timeout: Duration = .seconds(20)) async throws -> (RunOutcome, Captured) {
         let captured = Captured()
-        var options = RuntimeOptions(timeout: timeout) { captured.failures.append($0) }
-        options.discovery.peers = [DeviceAddress(address)!]
-        options.discovery.mdns = nil
-        options.security = { [security] in security }
+        let options = RuntimeOptions(timeout: timeout) { captured.failures.append($0) }
+        var network = DeviceAccess.Options()
+        network.discovery.peers = [DeviceAddress(address)!]
+        network.discovery.mdns = nil
+        network.security = { [security] in security }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { group.shutdownGracefully { _ in } }
         let source = code.replacingOccurrences(of: "ADDR", with: address)
-        let outcome = try await LuaRuntime.run(.string(source, chunkName: "script"), options: options, on: group.next()) { runtime in
+        let outcome = try await LuaRuntime.run(
+            .string(source, chunkName: "script"), options: options, modules: BatonModules.standard(network: network), on: group.next()
+        ) { runtime in
             runtime.registerGlobal("capture") { call in
                 captured.values.append((try? call.runtime.value(at: 1, on: call.lua)) ?? .string("unconvertible"))
                 return .values(0)
@@ -154,7 +157,7 @@ struct ScriptBindingTests {
             .string("success"), .string("denied_by_remote_system"), .string("app_unavailable"),
             .string("protocol_unavailable"), .string("remote_system_unavailable"),
         ])
-        #expect(captured.values.dropFirst(5).first == .string("data[2]: expected number like data[1], got string"))
+        #expect(captured.values.dropFirst(5).first == .string("baton.launch: data[2]: expected number like data[1], got string"))
         #expect(captured.values.last == .string("bad argument #1 to 'baton.launch' (no single known device is named or has the id \"not an address\"; find it first with baton.find, or give host:port)"))
     }
 
