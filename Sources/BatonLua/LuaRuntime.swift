@@ -9,7 +9,9 @@ import NIOCore
 /// Everything about a runtime happens on its `eventLoop`: the state is touched from that one
 /// thread only (DESIGN rule 2). The main chunk and every spawned function or timer callback runs
 /// as a coroutine; a host function that waits yields its coroutine, and the host resumes it on
-/// the loop when the work is done. Create one with ``run(_:arguments:options:on:configure:)``.
+/// the loop when the work is done. Create one with
+/// ``run(_:arguments:commandLine:options:modules:on:configure:)``, which installs the modules the
+/// embedder chose (``LuaModule``).
 public final class LuaRuntime: @unchecked Sendable {
     /// The loop that owns the state.
     public let eventLoop: any EventLoop

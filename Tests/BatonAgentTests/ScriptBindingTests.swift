@@ -210,5 +210,25 @@ struct ScriptBindingTests {
             "no_app": .string("app_not_installed"), "no_service": .string("app_service_unavailable"), "one_shot": .string("success"),
         ]))
     }
-}
 
+    @Test("a cancelled task's channel closes with it (its on_closed hears completed) and no longer keeps the run going")
+    func cancelClosesChannel() async throws {
+        let live = try await LiveAgent.start()
+        defer { live.agent.stop() }
+        let (outcome, captured) = try await live.run("""
+            local conn, closedWith
+            local t = baton.spawn(function()
+              conn = baton.appservice.open("ADDR", "echo", { package = "org.example.player" })
+              conn.on_closed = function(status) closedWith = status end
+              baton.sleep(60)
+            end)
+            while not conn do baton.sleep(0.005) end
+            capture(t:cancel())
+            while not closedWith do baton.sleep(0.005) end
+            capture(closedWith)
+            capture(select(2, conn:send{ x = 1 }))
+            """)
+        #expect(outcome == .completed, "\(captured.failures)")
+        #expect(captured.values == [.bool(true), .string("completed"), .string("app_service_connection_closed")])
+    }
+}
