@@ -3,7 +3,6 @@ import BatonCore
 import BatonLua
 import BatonNet
 import BatonWire
-import CLuaShim
 import Logging
 import NIOCore
 

@@ -1,6 +1,5 @@
 import BatonCore
 import BatonLua
-import CLuaShim
 
 /// The agent's configuration functions, as globals: `device{}`, `handler{}` and `app{}`. The
 /// agent adds this module to the standard ones; it collects what the configuration declares

@@ -9,16 +9,16 @@ final class HostTasks: @unchecked Sendable {
     var outcomes: [ScriptFailure] = []
 }
 
-@Suite("Cancelling tasks: h:cancel() and LuaRuntime.cancelTask", .timeLimit(.minutes(1)))
+@Suite("Cancelling tasks: h:cancel() and LuaRuntime.cancelTask", .timeLimit(.minutes(3)))
 struct CancellationTests {
     @Test("a sleeping task cancelled: its to-be-closed variables close, its status is cancelled, wait raises, and the run ends without waiting for the sleep")
     func cancelSleeping() async throws {
-        let started = ContinuousClock.now
+        // Were the sleep still pending, the run would last until the timeout: .timedOut.
         let (outcome, record) = try await runScript("""
             local log = {}
             local t = baton.spawn(function()
               local guard <close> = setmetatable({}, { __close = function(_, err) log[#log + 1] = "closed, error " .. tostring(err) end })
-              baton.sleep(30)
+              baton.sleep(3600)
               log[#log + 1] = "woke"
             end)
             baton.sleep(0.01)
@@ -28,14 +28,13 @@ struct CancellationTests {
             capture(t:status())
             capture(select(2, pcall(t.wait, t)))
             capture(t:cancel())
-            """, timeout: .seconds(20))
+            """, timeout: .seconds(30))
         #expect(outcome == .completed, "\(record.failures)")
         #expect(record.values == [
             .string("running"), .bool(true), .array([.string("closed, error nil")]), .string("cancelled"),
             .string("task 2 was cancelled"), .bool(false),
         ])
         #expect(record.failures.isEmpty, "a cancellation is not a failure: \(record.failures)")
-        #expect(ContinuousClock.now - started < .seconds(10), "the run waited for the cancelled task's sleep")
     }
 
     @Test("a task that has finished, or failed, is not cancelled: cancel returns false and the outcome stays")
@@ -85,7 +84,7 @@ struct CancellationTests {
     @Test("tasks waiting for a cancelled task raise 'task N was cancelled'")
     func waitOnCancelled() async throws {
         let (outcome, record) = try await runScript("""
-            local victim = baton.spawn(function() baton.sleep(30) end)
+            local victim = baton.spawn(function() baton.sleep(3600) end)
             local observer = baton.spawn(function()
               local ok, err = pcall(victim.wait, victim)
               return err
@@ -93,7 +92,7 @@ struct CancellationTests {
             baton.sleep(0.01)
             victim:cancel()
             capture(observer:wait())
-            """, timeout: .seconds(20))
+            """, timeout: .seconds(30))
         #expect(outcome == .completed, "\(record.failures)")
         #expect(record.values == [.string("task 2 was cancelled")])
     }
@@ -116,19 +115,18 @@ struct CancellationTests {
     func cancelStopsWatcher() async throws {
         var network = DeviceAccess.Options()
         network.discovery.mdns = nil
-        let started = ContinuousClock.now
+        // Were the watcher still running, the run would last until the timeout: .timedOut.
         let (outcome, record) = try await runScript("""
             local t = baton.spawn(function()
               baton.watch(nil, { added = function() end })
               capture("watching")
-              baton.sleep(30)
+              baton.sleep(3600)
             end)
             baton.sleep(0.02)
             capture(t:cancel())
-            """, timeout: .seconds(20), network: network)
+            """, timeout: .seconds(30), network: network)
         #expect(outcome == .completed, "\(record.failures)")
         #expect(record.values == [.string("watching"), .bool(true)])
-        #expect(ContinuousClock.now - started < .seconds(10), "the watcher kept the run going")
     }
 
     @Test("a watcher of a task that returned keeps running: only cancellation stops what a task owns")
@@ -139,7 +137,7 @@ struct CancellationTests {
             local w
             baton.spawn(function() w = baton.watch(nil, {}) end):wait()
             baton.after(0.05, function() capture("timer fired") w:stop() end)
-            """, timeout: .seconds(20), network: network)
+            """, timeout: .seconds(30), network: network)
         #expect(outcome == .completed, "\(record.failures)")
         #expect(record.values == [.string("timer fired")])
     }
@@ -149,12 +147,12 @@ struct CancellationTests {
         let (outcome, record) = try await runScript("""
             local t = baton.spawn(function()
               local guard <close> = setmetatable({}, { __close = function() error("close broke") end })
-              baton.sleep(30)
+              baton.sleep(3600)
             end)
             baton.sleep(0.01)
             capture(t:cancel())
             capture(t:status())
-            """, timeout: .seconds(20))
+            """, timeout: .seconds(30))
         #expect(outcome == .failed)
         #expect(record.values == [.bool(true), .string("cancelled")])
         #expect(record.failures.map(\.message) == ["test:2: close broke"])
@@ -168,11 +166,11 @@ struct CancellationTests {
                 local ok, err = pcall(baton.sleep, 0.01)
                 capture(ok)
               end })
-              baton.sleep(30)
+              baton.sleep(3600)
             end)
             baton.sleep(0.01)
             capture(t:cancel())
-            """, timeout: .seconds(20))
+            """, timeout: .seconds(30))
         #expect(outcome == .completed, "\(record.failures)")
         #expect(record.values == [.bool(false), .bool(true)])
     }
@@ -184,13 +182,13 @@ struct CancellationTests {
             local closed = false
             host_start(function()
               local guard <close> = setmetatable({}, { __close = function() closed = true end })
-              baton.sleep(30)
+              baton.sleep(3600)
             end)
             baton.sleep(0.01)
             capture(host_cancel())
             capture(closed)
             capture(host_cancel())
-            """, timeout: .seconds(20)) { runtime in
+            """, timeout: .seconds(30)) { runtime in
             runtime.registerGlobal("host_start") { call in
                 let function = call.runtime.reference(at: 1, on: call.lua)
                 host.started = call.runtime.startTask(function: function, name: "provider of test", arguments: { _ in 0 }) { result in
