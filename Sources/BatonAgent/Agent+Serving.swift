@@ -3,7 +3,6 @@ import BatonCore
 import BatonLua
 import BatonNet
 import BatonWire
-import CLuaShim
 import Logging
 import NIOCore
 
@@ -18,7 +17,6 @@ extension Agent {
     ) -> EventLoopFuture<AgentServer> {
         let loop = runtime.eventLoop
         return loop.flatSubmit { [self] in
-            installChannelObjects()
             trustStore = security.trustStore
             return AgentServer.bind(
                 host: host, port: port, on: loop, security: security, limits: limits, timing: timing, logger: logger
@@ -32,78 +30,32 @@ extension Agent {
         }
     }
 
-    /// The `conn` table a provider receives: `conn.id`, `conn.app`, `conn.service`,
-    /// `conn:send(msg)` (a request to the client, answered by its `on_request`), `conn:close()`,
-    /// and `conn.on_closed = function(status)` set by the script.
-    func makeChannelObject(connection: Int, channel: UInt64, app: String, service: String) -> LuaReference {
-        let lua = runtime.state
-        lua.newTable(recordCount: 5)
-        lua.push(Int64(bitPattern: channel))
-        lua.rawSet(-2, field: "id")
-        lua.push(app)
-        lua.rawSet(-2, field: "app")
-        lua.push(service)
-        lua.rawSet(-2, field: "service")
-        lua.push(connection)
-        lua.rawSet(-2, field: "_connection")
-        lua.pushMetatable(named: Self.channelMetatable)
-        lua.setMetatable(-2)
-        let reference = runtime.reference(at: -1, on: lua)
-        lua.pop()
-        return reference
-    }
-
-    static let channelMetatable = "baton.agent.conn"
-
-    private func installChannelObjects() {
-        let lua = runtime.state
-        guard luaL_newmetatable(lua.pointer, Self.channelMetatable) != 0 else {
-            lua.pop()
-            return
-        }
-        lua.newTable()
-        runtime.register("send", in: -1, qualifier: "conn") { [self] call in
-            let (connection, channel) = try channelOf(call)
-            let message = try call.runtime.messageArgument(call, 2)
-            let reply = call.runtime.eventLoop.makePromise(of: ServiceReply.self)
-            connection.send(channel: channel, message: ServiceMessage(message), completion: reply.succeed)
-            return try call.runtime.wait(call, for: reply.futureResult) { reply, lua in call.runtime.pushReply(reply, on: lua) }
-        }
-        runtime.register("close", in: -1, qualifier: "conn") { [self] call in
-            let (connection, channel) = try channelOf(call)
-            connection.close(channel: channel, status: .completed)
-            connections.values.first { $0.connection === connection }?.forget(channel)
-            return .values(0)
-        }
-        lua.rawSet(-2, field: "__index")
-        lua.pop()
-    }
-
-    /// The connection and channel id of the `conn` table at argument 1.
-    private func channelOf(_ call: HostCall) throws -> (PeerConnection, UInt64) {
-        let lua = call.lua
-        guard lua.type(at: 1) == .table else { throw call.argumentError(1, "conn expected (call it as conn:send(msg))") }
-        lua.rawGet(1, field: "_connection")
-        let number = lua.toInteger(at: -1).map(Int.init)
-        lua.pop()
-        lua.rawGet(1, field: "id")
-        let id = lua.toInteger(at: -1).map { UInt64(bitPattern: $0) }
-        lua.pop()
-        guard let number, let id, let handler = connections[number], let connection = handler.connection,
-              handler.channels[id] != nil, connection.isOpen
-        else {
-            throw HostError.message("the channel is closed")
-        }
-        return (connection, id)
+    /// The `conn` table a provider receives (see ``ChannelObjects``): `conn.id`, `conn.app`,
+    /// `conn.service`, `conn:send(msg)` (a request to the client, answered by its `on_request`),
+    /// `conn:close()`, and `conn.on_closed = function(status)` set by the script.
+    func makeChannelObject(for handler: AgentConnection, channel id: UInt64, app: String, service: String) -> ChannelObjects.Channel {
+        let objects = channelObjects
+        let loop = runtime.eventLoop
+        let endpoint = ChannelObjects.Endpoint(send: { [weak handler] message, timeout in
+            guard let handler, let connection = handler.connection, connection.isOpen, handler.channels[id] != nil else { return nil }
+            let reply = loop.makePromise(of: ServiceReply.self)
+            let deadline = timeout.map { loop.now + $0 }
+            connection.send(channel: id, message: ServiceMessage(message), deadline: deadline, completion: reply.succeed)
+            return reply.futureResult
+        }, close: { [weak handler] in
+            // The provider closed it: the client hears completed; on_closed does not run.
+            guard let handler, let state = handler.channels.removeValue(forKey: id) else { return }
+            handler.connection?.close(channel: id, status: .completed)
+            objects.forget(state.conn)
+        })
+        return objects.make(endpoint, fields: [
+            ("id", .int(Int64(bitPattern: id))), ("app", .string(app)), ("service", .string(service)),
+        ], owner: nil)
     }
 
     /// Calls the channel's `on_closed(status)`, if the script set one, and lets it go.
-    func channelClosed(object: LuaReference, status: ClosedStatus) {
-        runtime.startCallback("on_closed", of: object, name: "on_closed") { lua in
-            lua.push(status.rawValue)
-            return 1
-        }
-        runtime.release(object)
+    func channelClosed(_ conn: ChannelObjects.Channel, status: ClosedStatus) {
+        channelObjects.closed(conn, status: status)
     }
 
     func connectionClosed(_ number: Int) {

@@ -25,27 +25,38 @@ public final class Agent: @unchecked Sendable {
     var trustStore: TrustStore?
     /// Provider task names by app and service (only services that channels opened to).
     private var providerTaskNames: [ProviderKey: String] = [:]
+    /// The `conn` objects of the channels clients open (providers receive them).
+    let channelObjects: ChannelObjects
 
+    /// Call on the runtime's loop.
     private init(runtime: LuaRuntime, configuration: AgentConfiguration, ended: EventLoopFuture<RunOutcome>, logger: Logger) {
         self.runtime = runtime
         self.configuration = configuration
         self.ended = ended
         self.logger = logger
         self.spawner = ProcessSpawner(eventLoop: runtime.eventLoop)
+        self.channelObjects = ChannelObjects(runtime: runtime, keepsRunAlive: false)
     }
 
     /// Runs `config` (nil: no file, the defaults alone) and returns the agent once the
     /// configuration's main chunk has returned. A configuration that fails to load or raises
     /// fails the future with the script's message (`agent.lua:3: app: id is required`).
+    ///
+    /// The runtime gets the standard modules (``BatonModules/standard(network:)``) and the
+    /// configuration functions (``AgentConfigurationModule``). `network` is how its Lua code
+    /// (launch functions, providers) reaches other devices: give it the agent's own identity
+    /// (`security`), so that it dials them over mutual TLS as this device, as `baton run` does
+    /// with the account; the default is plaintext, which reaches loopback agents only.
     public static func start(
-        config: ScriptSource?, defaults: AgentConfiguration, options: RuntimeOptions, on loop: any EventLoop
+        config: ScriptSource?, defaults: AgentConfiguration, options: RuntimeOptions,
+        network: DeviceAccess.Options = DeviceAccess.Options(), on loop: any EventLoop
     ) -> EventLoopFuture<Agent> {
         let ready = loop.makePromise(of: Agent.self)
-        let collector = ConfigurationCollector(defaults: defaults)
+        let collector = AgentConfigurationModule(defaults: defaults)
         let source = config ?? .string("", chunkName: "defaults")
         let endedPromise = loop.makePromise(of: RunOutcome.self)
-        let ended = LuaRuntime.run(source, options: options, on: loop) { runtime in
-            collector.install(in: runtime)
+        let modules = BatonModules.standard(network: network) + [collector]
+        let ended = LuaRuntime.run(source, options: options, modules: modules, on: loop) { runtime in
             runtime.retainKeepAlive()
             runtime.mainChunkCompletion = { result in
                 switch result {
@@ -90,30 +101,37 @@ public final class Agent: @unchecked Sendable {
     /// means the handler or app started; a handler that cannot start gives `unknown`, with the
     /// reason logged.
     /// A caller of another account (`anonymous`) reaches only apps marked anonymous; anything
-    /// else it asks for is `denied_by_remote_system`, and nothing runs.
+    /// else it asks for is `denied_by_remote_system`, and nothing runs. A Lua launch function is
+    /// cancelled when `context` is (its caller gave up); a launched program is never waited on.
     public func launch(
         _ request: LaunchRequest, from caller: AuthorizationKind = .sameAccount, context: RequestContext? = nil
     ) -> EventLoopFuture<(LaunchStatus, String)> {
-        runtime.eventLoop.flatSubmit { [self] in
-            let target = configuration.resolve(request)
-            if caller == .anonymous, let refusal = Self.anonymousRefusal(target) {
-                logger.notice("refused an anonymous launch", metadata: ["uri": "\(request.uri)", "reason": "\(refusal)"])
-                return runtime.eventLoop.makeSucceededFuture((.deniedByRemoteSystem, refusal))
-            }
-            switch target {
-            case .refused(let status, let detail):
-                return runtime.eventLoop.makeSucceededFuture((status, detail))
-            case .handler(let handler, let uri):
-                return runtime.eventLoop.makeSucceededFuture(run(handler.command, uri: uri, data: request.data, for: "handler for \(handler.scheme):"))
-            case .app(let app, let uri):
-                switch app.launch {
-                case .command(let command):
-                    return runtime.eventLoop.makeSucceededFuture(run(command, uri: uri, data: request.data, for: app.info.id))
-                case .lua(let function):
-                    return launch(app: app.info.id, function: function, uri: uri, data: request.data)
-                case .none:
-                    return runtime.eventLoop.makeSucceededFuture((.protocolUnavailable, "\(app.info.id) cannot be launched"))
-                }
+        // Connections live on the runtime's loop, so the usual call needs no hop.
+        guard runtime.eventLoop.inEventLoop else {
+            return runtime.eventLoop.flatSubmit { [self] in launch(request, from: caller, context: context) }
+        }
+        return launchOnLoop(request, from: caller, context: context)
+    }
+
+    private func launchOnLoop(_ request: LaunchRequest, from caller: AuthorizationKind, context: RequestContext?) -> EventLoopFuture<(LaunchStatus, String)> {
+        let target = configuration.resolve(request)
+        if caller == .anonymous, let refusal = Self.anonymousRefusal(target) {
+            logger.notice("refused an anonymous launch", metadata: ["uri": "\(request.uri)", "reason": "\(refusal)"])
+            return runtime.eventLoop.makeSucceededFuture((.deniedByRemoteSystem, refusal))
+        }
+        switch target {
+        case .refused(let status, let detail):
+            return runtime.eventLoop.makeSucceededFuture((status, detail))
+        case .handler(let handler, let uri):
+            return runtime.eventLoop.makeSucceededFuture(run(handler.command, uri: uri, data: request.data, for: "handler for \(handler.scheme):"))
+        case .app(let app, let uri):
+            switch app.launch {
+            case .command(let command):
+                return runtime.eventLoop.makeSucceededFuture(run(command, uri: uri, data: request.data, for: app.info.id))
+            case .lua(let function):
+                return launch(app: app.info.id, function: function, uri: uri, data: request.data, context: context)
+            case .none:
+                return runtime.eventLoop.makeSucceededFuture((.protocolUnavailable, "\(app.info.id) cannot be launched"))
             }
         }
     }
@@ -128,9 +146,11 @@ public final class Agent: @unchecked Sendable {
         return (.success, "")
     }
 
-    private func launch(app id: String, function: LuaReference, uri: String, data: ValueDictionary) -> EventLoopFuture<(LaunchStatus, String)> {
+    private func launch(
+        app id: String, function: LuaReference, uri: String, data: ValueDictionary, context: RequestContext?
+    ) -> EventLoopFuture<(LaunchStatus, String)> {
         let promise = runtime.eventLoop.makePromise(of: (LaunchStatus, String).self)
-        runtime.startTask(function: function, name: "launch function of \(id)", arguments: { [runtime] lua in
+        let task = runtime.startTask(function: function, name: "launch function of \(id)", arguments: { [runtime] lua in
             lua.push(uri)
             runtime.push(.dictionary(data), on: lua)
             return 2
@@ -152,13 +172,24 @@ public final class Agent: @unchecked Sendable {
                 }
             }
         }
+        stop(task, when: context)
         return promise.futureResult
+    }
+
+    /// Cancels `task` if `context` is: its caller gave up (the deadline passed, or the
+    /// connection ended).
+    private func stop(_ task: LuaTaskID?, when context: RequestContext?) {
+        guard let task, let context else { return }
+        context.whenCancelled { [runtime, logger] in
+            if runtime.cancelTask(task) { logger.notice("cancelled a task whose caller gave up", metadata: ["task": "\(task)"]) }
+        }
     }
 
     // MARK: app services
 
     /// Whether `service` of `app` can be opened.
     public func openStatus(app id: String, service: String, from caller: AuthorizationKind = .sameAccount) -> (OpenStatus, String) {
+        guard !runtime.isFinished else { return (.appUnavailable, "\(configuration.device.name) is stopping") }
         guard let app = configuration.app(id) else { return (.appNotInstalled, "no app \(id) on \(configuration.device.name)") }
         if caller == .anonymous, !app.info.anonymous {
             return (.notAuthorized, "\(id) serves devices of its own account only (anonymous = true lets others in)")
@@ -211,8 +242,9 @@ public final class Agent: @unchecked Sendable {
     /// still in its checked bytes goes straight into a Lua table, and a provider's plain
     /// message table straight into the response frame.
     func serve(channel: AgentConnection.ServiceChannel, message: ServiceMessage, responder: ServiceResponder) {
-        let object = channel.object
+        let object = channel.conn.object
         serveOnLoop(app: channel.app, service: channel.service, provider: channel.provider, taskName: channel.taskName,
+                    context: responder.context,
                     pushMessage: { [runtime] lua in runtime.push(message, on: lua) }, pushConnection: { [runtime] lua in
             runtime.push(object, on: lua)
         }, respond: { [runtime] results in
@@ -246,13 +278,14 @@ public final class Agent: @unchecked Sendable {
     }
 
     private func serveOnLoop(
-        app id: String, service: String, provider: LuaReference?, taskName: String, pushMessage: (LuaState) -> Void,
-        pushConnection: (LuaState) -> Void, respond: ((TaskResults) -> Bool)? = nil, reply: @escaping (ServiceReply) -> Void
+        app id: String, service: String, provider: LuaReference?, taskName: String, context: RequestContext? = nil,
+        pushMessage: (LuaState) -> Void, pushConnection: (LuaState) -> Void, respond: ((TaskResults) -> Bool)? = nil,
+        reply: @escaping (ServiceReply) -> Void
     ) {
         guard let provider else {
             return reply(ServiceReply(status: .unknown, detail: "\(id) has no service \(service)"))
         }
-        runtime.startTask(function: provider, name: taskName, arguments: { lua in
+        let task = runtime.startTask(function: provider, name: taskName, arguments: { lua in
             pushMessage(lua)
             pushConnection(lua)
             return 2
@@ -260,5 +293,6 @@ public final class Agent: @unchecked Sendable {
             if let respond, case .success(let results) = result, respond(results) { return }
             reply(runtime.serviceReply(from: result, handler: "the provider of \(service)"))
         }
+        stop(task, when: context)
     }
 }

@@ -9,7 +9,7 @@ import NIOPosix
 /// app-service channels the client opens on it.
 final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
     let agent: Agent
-    /// A number for this connection, stored in the Lua `conn` objects of its channels.
+    /// The agent's number for this connection.
     let number: Int
     weak var connection: PeerConnection?
     /// Channel id → the channel's app, service and Lua object.
@@ -51,9 +51,9 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
     ) -> EventLoopFuture<OpenAnswer> {
         let (status, detail) = agent.openStatus(app: app, service: service, from: caller(connection))
         guard status == .success else { return connection.eventLoop.makeSucceededFuture(.refused(status, detail)) }
-        let object = agent.makeChannelObject(connection: number, channel: channelID, app: app, service: service)
+        let conn = agent.makeChannelObject(for: self, channel: channelID, app: app, service: service)
         let channel = ServiceChannel(
-            connection: self, app: app, service: service, object: object,
+            connection: self, app: app, service: service, conn: conn,
             provider: agent.configuration.app(app)?.services[service],
             taskName: agent.sharedProviderTaskName(app: app, service: service))
         channels[channelID] = channel
@@ -72,10 +72,6 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         agent.connectionClosed(number)
     }
 
-    /// Drops a channel this end closed.
-    func forget(_ channelID: UInt64) {
-        if let channel = channels.removeValue(forKey: channelID) { agent.runtime.release(channel.object) }
-    }
 
     /// One open channel: its app, service, provider and the `conn` table providers receive.
     final class ServiceChannel: ServiceChannelHandler, @unchecked Sendable {
@@ -83,17 +79,17 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         let app: String
         let service: String
         /// The `conn` table providers receive.
-        let object: LuaReference
+        let conn: ChannelObjects.Channel
         /// The provider and how reports name its tasks, looked up once, not per request (the
         /// configured apps do not change once the agent runs).
         let provider: LuaReference?
         let taskName: String
 
-        init(connection: AgentConnection, app: String, service: String, object: LuaReference, provider: LuaReference?, taskName: String) {
+        init(connection: AgentConnection, app: String, service: String, conn: ChannelObjects.Channel, provider: LuaReference?, taskName: String) {
             self.connection = connection
             self.app = app
             self.service = service
-            self.object = object
+            self.conn = conn
             self.provider = provider
             self.taskName = taskName
         }
@@ -107,7 +103,7 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
 
         func channelClosed(_ channelID: UInt64, status: ClosedStatus) {
             guard connection.channels.removeValue(forKey: channelID) != nil else { return }
-            connection.agent.channelClosed(object: object, status: status)
+            connection.agent.channelClosed(conn, status: status)
         }
     }
 }

@@ -11,7 +11,6 @@ extension LuaRuntime.Metatables {
         case date(Date)
         case uuid(UUID)
         case bytes([UInt8])
-        case null
     }
 
     /// The Baton userdata at `index`, or nil for any other value.
@@ -22,7 +21,6 @@ extension LuaRuntime.Metatables {
         guard let p = lua.toUserdata(at: index) else { return nil }
         if mt == date { return .date(Date(timeIntervalSince1970: p.load(as: Double.self))) }
         if mt == uuid { return .uuid(LuaRuntime.uuid(at: p)) }
-        if mt == null { return .null }
         if mt == bytes {
             LuaRuntime.pushBytesString(lua, at: index)
             defer { lua.pop() }

@@ -57,7 +57,7 @@ extension LuaRuntime {
 
     /// DESIGN rule 5: the run ends when nothing is left that can fire.
     private func endIfIdle() {
-        guard !finished, ready.isEmpty, pendingWaits == 0, timers.isEmpty, keepAliveCount == 0 else { return }
+        guard !finished, ready.isEmpty, pendingWaits == 0, keepAliveCount == 0 else { return }
         if tasks.isEmpty {
             finish(failed ? .failed : .completed)
         } else {
@@ -177,6 +177,7 @@ extension LuaRuntime {
 
     /// Resumes a task blocked in `:wait()` with the outcome stored in the handle.
     private func wakeWaiter(_ waiter: LuaTask, handle: Int32) {
+        waiter.waitingOn = nil
         guard waiter.waitToken != 0 else { return }
         let s = Suspension(task: waiter, token: waiter.waitToken)
         resume(s) { lua in
@@ -207,12 +208,15 @@ extension LuaRuntime {
     /// Runs the Lua function referenced by `function` (see ``LuaRuntime/reference(at:on:)``) as
     /// a new task, with the arguments `arguments` pushes onto the task's stack (returning how
     /// many). `completion` runs on the loop with the results, or with the failure (which is
-    /// also reported, traceback included). Call on the loop.
+    /// also reported, traceback included, unless it is a cancellation). Returns the task, for
+    /// ``cancelTask(_:)``; nil when the run has ended (`completion` is then told so at once).
+    /// Call on the loop.
+    @discardableResult
     public func startTask(
         function: LuaReference, name: String,
         arguments: (LuaState) -> Int32,
         completion: @escaping (Result<TaskResults, ScriptFailure>) -> Void
-    ) {
+    ) -> LuaTaskID? {
         startTask(name: name, push: { lua in
             lua.pushRef(function.ref)
             return arguments(lua)
@@ -220,25 +224,97 @@ extension LuaRuntime {
     }
 
     /// Runs a new task whose function and arguments `push` puts on the task's stack, returning
-    /// the number of arguments, or nil when there is nothing to run (the task is dropped and
-    /// `completion` is not called). Call on the loop.
+    /// the number of arguments, or nil when there is nothing to run (the task is dropped,
+    /// `completion` is not called, and the result is nil). Returns the task, for
+    /// ``cancelTask(_:)``. Call on the loop.
+    @discardableResult
     public func startTask(
         name: String, push: (LuaState) -> Int32?,
         completion: ((Result<TaskResults, ScriptFailure>) -> Void)? = nil
-    ) {
+    ) -> LuaTaskID? {
         eventLoop.preconditionInEventLoop()
         guard !finished else {
             completion?(.failure(ScriptFailure(message: "the Lua runtime has stopped", traceback: "", context: name)))
-            return
+            return nil
         }
         let task = makeTask(origin: .host(name))
         task.completion = completion
         guard let nargs = push(task.thread) else {
             tasks[task.id] = nil
             state.unref(task.threadRef)
-            return
+            return nil
         }
         enqueue(task, nargs: nargs)
+        return LuaTaskID(value: task.id)
+    }
+
+    // MARK: cancelling
+
+    /// The task whose Lua code is running now (a host function's caller), if any: the owner
+    /// to record for what a module hands out.
+    public var currentTaskID: LuaTaskID? { current.map { LuaTaskID(value: $0.id) } }
+
+    /// Cancels task `id`, as `h:cancel()` does: its pending to-be-closed variables close (their
+    /// `__close` cannot wait), a wait it was in is abandoned (the host's work completing later
+    /// resumes nothing), tasks waiting for it raise `task 3 was cancelled`, its handle's status
+    /// becomes `cancelled`, and the modules close what it owned (watchers, channels). A task
+    /// the host started has its completion told a failure whose ``ScriptFailure/isCancellation``
+    /// is set; a cancellation is not an error of the run and is not reported. Returns false,
+    /// doing nothing, for a task that has finished, the main chunk, and the task running now
+    /// (which must return instead). Call on the loop.
+    @discardableResult
+    public func cancelTask(_ id: LuaTaskID) -> Bool {
+        eventLoop.preconditionInEventLoop()
+        guard let task = tasks[id.value], task !== current else { return false }
+        if case .main = task.origin { return false }
+        return cancel(task)
+    }
+
+    /// Cancels `task` (not the current one); false when it cannot be (it is being cancelled
+    /// already, or its coroutine is active: it resumed the one that runs now).
+    func cancel(_ task: LuaTask) -> Bool {
+        guard !finished, !task.cancelling, tasks[task.id] === task else { return false }
+        task.cancelling = true
+        // Its __close handlers run now, outside the scheduler: none of them is "the current
+        // task", so a baton call that would wait raises instead.
+        let running = current
+        current = nil
+        // Where it stood, for the report of a __close that raises.
+        let traceback = tracebackOf(task.thread)
+        let closed = baton_close_thread(task.thread.pointer)
+        current = running
+        guard closed != -1 else {
+            task.cancelling = false
+            return false
+        }
+        if ready.contains(where: { $0.task === task }) {
+            ready = CircularBuffer(ready.filter { $0.task !== task })
+        }
+        if task.waitToken != 0, task.waitIsOnHost { pendingWaits -= 1 }
+        task.waitToken = 0
+        task.earlyWake = nil
+        if let awaited = task.waitingOn {
+            awaited.waiters.removeAll { $0 === task }
+            task.waitingOn = nil
+        }
+        if closed != LUA_OK {
+            // A __close raised: an error of the run, reported as one of this task's.
+            failed = true
+            report(task: task, traceback: traceback)
+        }
+        let co = task.thread
+        co.setTop(0)
+        let message = "\(task.name) was cancelled"
+        task.completion?(.failure(ScriptFailure(message: message, traceback: "", context: task.context, isCancellation: true)))
+        if let handle = task.handleRef {
+            co.push(message)
+            storeOutcome(handle: handle, on: co, state: TaskHandle.cancelled)
+        }
+        retire(task)
+        let id = LuaTaskID(value: task.id)
+        for module in modules { module.taskCancelled(id, in: self) }
+        scheduleDrain()
+        return true
     }
 
     // MARK: waiting on the host

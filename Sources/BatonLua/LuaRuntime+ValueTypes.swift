@@ -12,12 +12,13 @@ enum ValueTypeName {
     static let date = "baton.date"
     static let uuid = "baton.uuid"
     static let bytes = "baton.bytes"
-    static let null = "baton.json.null"
 }
 
 extension LuaRuntime {
-    /// `baton.date`, `baton.uuid`, `baton.bytes`, `baton.array` and their metatables.
-    func installValueTypes(module m: Int32) {
+    /// The metatables of `baton.date`, `baton.uuid`, `baton.bytes` and `baton.array`, with
+    /// their methods: part of the core, since every module that pushes a message needs them.
+    /// ``ValueModule`` adds the functions that make these values.
+    func installValueMetatables() {
         let lua = state
 
         // baton.array: a marker metatable, so an empty table can mean an empty array.
@@ -26,27 +27,10 @@ extension LuaRuntime {
         lua.pushValue(at: -1)
         metatables.arrayRef = lua.ref()
         lua.pop()
-        register("array", in: m, qualifier: "baton") { call in
-            let lua = call.lua
-            if call.isNoneOrNil(1) {
-                lua.newTable()
-            } else {
-                try call.table(1)
-                lua.setTop(1)
-                if lua_getmetatable(lua.pointer, 1) != 0 {
-                    let ours = lua.toPointer(at: -1) == call.runtime.metatables.array
-                    lua.pop()
-                    guard ours else { throw call.argumentError(1, "the table already has a metatable") }
-                }
-            }
-            lua.pushMetatable(named: ValueTypeName.array)
-            lua.setMetatable(-2)
-            return .values(1)
-        }
 
-        installDate(module: m)
-        installUUID(module: m)
-        installBytes(module: m)
+        installDate()
+        installUUID()
+        installBytes()
     }
 
     // MARK: dates
@@ -59,32 +43,8 @@ extension LuaRuntime {
         lua.setMetatable(-2)
     }
 
-    private func installDate(module m: Int32) {
+    private func installDate() {
         let lua = state
-        register("date", in: m, qualifier: "baton") { call in
-            let lua = call.lua
-            switch lua.type(at: 1) {
-            case .none, .nil:
-                call.runtime.pushDate(Date(), on: lua)
-            case .number:
-                let seconds = try call.number(1)
-                guard seconds.isFinite else { throw call.argumentError(1, "epoch seconds must be finite") }
-                call.runtime.pushDate(Date(timeIntervalSince1970: seconds), on: lua)
-            case .string:
-                let text = try call.string(1)
-                guard let date = ISO8601.parse(text) else {
-                    throw call.argumentError(1, "not an ISO 8601 date: \"\(text)\"; expected like 2026-11-21T10:00:00Z")
-                }
-                call.runtime.pushDate(date, on: lua)
-            default:
-                guard let p = lua.testUserdata(at: 1, named: ValueTypeName.date) else {
-                    throw call.argumentError(1, "nil, number, ISO 8601 string or date expected, got \(lua.typeName(at: 1))")
-                }
-                call.runtime.pushDate(Date(timeIntervalSince1970: p.load(as: Double.self)), on: lua)
-            }
-            return .values(1)
-        }
-
         luaL_newmetatable(lua.pointer, ValueTypeName.date)
         metatables.date = lua.toPointer(at: -1)
         lua.pushValue(at: -1)
@@ -157,22 +117,8 @@ extension LuaRuntime {
         return UUID(uuid: u)
     }
 
-    private func installUUID(module m: Int32) {
+    private func installUUID() {
         let lua = state
-        register("uuid", in: m, qualifier: "baton") { call in
-            if call.isNoneOrNil(1) {
-                call.runtime.pushUUID(UUID(), on: call.lua)
-            } else if let p = call.lua.testUserdata(at: 1, named: ValueTypeName.uuid) {
-                call.runtime.pushUUID(LuaRuntime.uuid(at: p), on: call.lua)
-            } else {
-                let text = try call.string(1)
-                guard let uuid = UUID(uuidString: text) else {
-                    throw call.argumentError(1, "not a UUID: \"\(text)\"")
-                }
-                call.runtime.pushUUID(uuid, on: call.lua)
-            }
-            return .values(1)
-        }
         luaL_newmetatable(lua.pointer, ValueTypeName.uuid)
         metatables.uuid = lua.toPointer(at: -1)
         lua.pushValue(at: -1)
@@ -210,22 +156,8 @@ extension LuaRuntime {
         lua_getiuservalue(lua.pointer, index, 1)
     }
 
-    private func installBytes(module m: Int32) {
+    private func installBytes() {
         let lua = state
-        register("bytes", in: m, qualifier: "baton") { call in
-            let lua = call.lua
-            if lua.testUserdata(at: 1, named: ValueTypeName.bytes) != nil {
-                lua.setTop(1)
-                return .values(1)
-            }
-            _ = try call.string(1)
-            _ = baton_newuserdata(lua.pointer, 0, 1)
-            lua.pushValue(at: 1)
-            lua_setiuservalue(lua.pointer, -2, 1)
-            lua.pushMetatable(named: ValueTypeName.bytes)
-            lua.setMetatable(-2)
-            return .values(1)
-        }
         luaL_newmetatable(lua.pointer, ValueTypeName.bytes)
         metatables.bytes = lua.toPointer(at: -1)
         lua.pushValue(at: -1)

@@ -51,23 +51,6 @@ extension LuaRuntime {
         }
         return true
     }
-
-    /// `baton.message(t)`: the checked round-trip copy of `t`.
-    func installMessageFunctions(module m: Int32) {
-        register("message", in: m, qualifier: "baton") { call in
-            let runtime = call.runtime
-            guard call.lua.type(at: 1) == .table else {
-                throw call.argumentError(1, "table expected, got \(call.lua.typeName(at: 1))")
-            }
-            let value: Value
-            do { value = try runtime.value(at: 1, on: call.lua) } catch { throw HostError.message(String(describing: error)) }
-            guard case .dictionary = value else {
-                throw HostError.message("message: a message is a dictionary (string keys), got an array")
-            }
-            guard runtime.push(value, on: call.lua) else { throw HostError.message("message: nested too deeply") }
-            return .values(1)
-        }
-    }
 }
 
 /// Lua → ``Value``. The happy path keeps no path at all: a failure collects its path while
@@ -154,7 +137,7 @@ struct ValueReader {
             case .date(let d): return .date(d)
             case .uuid(let u): return .uuid(u)
             case .bytes(let b): return .bytes(b)
-            case .null, nil: throw Failure("cannot send a \(lua.typeName(at: idx))")
+            case nil: throw Failure("cannot send a \(lua.typeName(at: idx))")
             }
         case .nil, .none:
             throw Failure("cannot send nil")

@@ -9,7 +9,9 @@ import NIOCore
 /// Everything about a runtime happens on its `eventLoop`: the state is touched from that one
 /// thread only (DESIGN rule 2). The main chunk and every spawned function or timer callback runs
 /// as a coroutine; a host function that waits yields its coroutine, and the host resumes it on
-/// the loop when the work is done. Create one with ``run(_:arguments:options:on:configure:)``.
+/// the loop when the work is done. Create one with
+/// ``run(_:arguments:commandLine:options:modules:on:configure:)``, which installs the modules the
+/// embedder chose (``LuaModule``).
 public final class LuaRuntime: @unchecked Sendable {
     /// The loop that owns the state.
     public let eventLoop: any EventLoop
@@ -20,14 +22,14 @@ public final class LuaRuntime: @unchecked Sendable {
     let limits: UnsafeMutablePointer<baton_runtime>
 
     var boxes: [HostFunctionBox] = []
+    /// The modules the embedder chose, in the order they were installed.
+    public internal(set) var modules: [any LuaModule] = []
     var tasks: [Int: LuaTask] = [:]
     var nextTaskID = 1
     var nextToken: UInt64 = 1
     var ready = CircularBuffer<(task: LuaTask, nargs: Int32)>(initialCapacity: 16)
     var drainScheduled = false
     var pendingWaits = 0
-    var timers: [Int: LuaTimer] = [:]
-    var nextTimerID = 1
     var keepAliveCount = 0
     var current: LuaTask?
     /// Coroutines of host-started tasks that finished normally, kept for the next such task
@@ -43,25 +45,12 @@ public final class LuaRuntime: @unchecked Sendable {
     public var mainChunkCompletion: ((Result<Void, ScriptFailure>) -> Void)?
     /// Metatables' addresses, to recognise Baton's own userdata quickly.
     var metatables = Metatables()
-    var clientStorage: BatonClient?
-    /// The device directory `baton.find`, `baton.devices` and `baton.watch` share, started on
-    /// first use.
-    var directoryStorage: DeviceDirectory?
-    /// Running `baton.watch` watchers, by the number in their table.
-    var watchers: [Int: (watch: DeviceDirectory.Watch, handlers: LuaReference)] = [:]
-    var nextWatcherNumber = 1
-    /// Channels the script opened, by the number in their conn table.
-    var openChannels: [Int: (channel: AppServiceConnection, object: LuaReference)] = [:]
-    var nextChannelNumber = 1
-    /// Registry reference of `baton.json.null`.
-    var nullRef: Int32 = 0
 
     struct Metatables {
         var array: UnsafeRawPointer?
         var date: UnsafeRawPointer?
         var uuid: UnsafeRawPointer?
         var bytes: UnsafeRawPointer?
-        var null: UnsafeRawPointer?
         /// Registry references of the same metatables, to push them without a name lookup.
         var arrayRef: Int32 = 0
         var dateRef: Int32 = 0
@@ -90,6 +79,7 @@ public final class LuaRuntime: @unchecked Sendable {
         }
         state = LuaState(L)
         luaL_openlibs(L)
+        installValueMetatables()
     }
 
     deinit {
@@ -100,13 +90,17 @@ public final class LuaRuntime: @unchecked Sendable {
     ///
     /// `arguments` become the script's `...` and `arg[1...]`; `arg[0]` is the script's name;
     /// `commandLine`, the words before the script, become `arg[-n...-1]` (as the stock `lua`
-    /// sets them). `configure` runs on the loop before the script starts, to register more host functions.
-    /// The future succeeds with the outcome; uncaught errors go to `options.reportFailure`.
+    /// sets them). `modules` make up the `baton` table, installed in that order (by default
+    /// ``BatonModules/standard(network:)`` with plaintext connections); pass new module objects
+    /// for every run. `configure` runs on the loop after the modules are installed and before
+    /// the script starts, to register more host functions. The future succeeds with the
+    /// outcome; uncaught errors go to `options.reportFailure`.
     public static func run(
         _ source: ScriptSource,
         arguments: [String] = [],
         commandLine: [String] = [],
         options: RuntimeOptions = RuntimeOptions(),
+        modules: [any LuaModule] = BatonModules.standard(),
         on loop: any EventLoop,
         configure: @escaping @Sendable (LuaRuntime) throws -> Void = { _ in }
     ) -> EventLoopFuture<RunOutcome> {
@@ -118,7 +112,7 @@ public final class LuaRuntime: @unchecked Sendable {
                 return loop.makeFailedFuture(error)
             }
             do {
-                try runtime.installBatonModule()
+                try runtime.install(modules)
                 try configure(runtime)
             } catch {
                 runtime.finished = true
@@ -233,10 +227,21 @@ public final class LuaRuntime: @unchecked Sendable {
         lua.pushRef(reference.ref)
     }
 
-    /// Lets the referenced value be collected.
+    /// Lets the referenced value be collected. Does nothing once the state has closed (at the
+    /// end of the run), so that host objects outliving the run may release what they hold.
     public func release(_ reference: LuaReference) {
+        guard !closed else { return }
         state.unref(reference.ref)
     }
+
+    /// The module of type `type` this run was given, if any.
+    public func module<Module: LuaModule>(_ type: Module.Type) -> Module? {
+        for module in modules { if let found = module as? Module { return found } }
+        return nil
+    }
+
+    /// Whether the run has ended; nothing more runs once it has.
+    public var isFinished: Bool { finished }
 
     /// Keeps the run alive (an open channel, a running watcher) until ``releaseKeepAlive()``.
     public func retainKeepAlive() { keepAliveCount += 1 }
@@ -254,18 +259,15 @@ public final class LuaRuntime: @unchecked Sendable {
         finished = true
         limits.pointee.stopping = 1
         deadline?.cancel()
-        for timer in timers.values { timer.scheduled?.cancel() }
-        timers.removeAll()
         ready.removeAll()
-        // Its mDNS sockets close; watchers hear nothing more.
-        directoryStorage?.stop()
-        directoryStorage = nil
+        for module in modules { module.runFinished(self) }
         promise.succeed(outcome)
         // Close once the current call stack has unwound.
         eventLoop.execute { self.close() }
     }
 
-    private var closed = false
+    /// Whether the Lua state is closed: nothing may touch it any more.
+    private(set) var closed = false
     func close() {
         guard !closed else { return }
         closed = true

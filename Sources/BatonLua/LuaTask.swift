@@ -25,6 +25,10 @@ final class LuaTask: @unchecked Sendable {
     var earlyWake: ((LuaState) -> Int32)?
     /// Tasks blocked in `:wait()` on this one.
     var waiters: [LuaTask] = []
+    /// The task this one is blocked in `:wait()` on.
+    var waitingOn: LuaTask?
+    /// Set while the task's to-be-closed variables close for a cancellation.
+    var cancelling = false
     /// For a task the host started: told the results (on the task's stack) or the failure.
     var completion: ((Result<TaskResults, ScriptFailure>) -> Void)?
 
@@ -33,6 +37,16 @@ final class LuaTask: @unchecked Sendable {
         self.origin = origin
         self.thread = thread
         self.threadRef = threadRef
+    }
+
+    /// How messages name the task: `task 3`, `timer 1`, the host's name for it.
+    var name: String {
+        switch origin {
+        case .main: "the main chunk"
+        case .spawned: "task \(id)"
+        case .timer(let timer, _): "timer \(timer)"
+        case .host(let name): name
+        }
     }
 
     /// How reports name the task; nil for the main chunk.

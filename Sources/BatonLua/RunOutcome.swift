@@ -34,10 +34,15 @@ public struct ScriptFailure: Error, Sendable, Equatable {
     /// Where the failing code ran, nil for the main chunk: `task 2 (spawned at script.lua:5)`,
     /// `timer 1 (set at script.lua:9)`.
     public var context: String?
+    /// Whether the code did not fail but was cancelled (``LuaRuntime/cancelTask(_:)``): the
+    /// message then says so (`task 3 was cancelled`), and there is no traceback.
+    public var isCancellation: Bool
 
-    public init(message: String, traceback: String, context: String?) {
+    /// A failure as the user should see it; `isCancellation` for a task that was cancelled.
+    public init(message: String, traceback: String, context: String?, isCancellation: Bool = false) {
         self.message = message
         self.traceback = traceback
         self.context = context
+        self.isCancellation = isCancellation
     }
 }

@@ -1,8 +1,7 @@
-import BatonClient
-import BatonNet
 import Logging
 
-/// Limits and reporting for one run of a script.
+/// Limits and reporting for one run of a script: what the runtime core needs. What the
+/// script can reach (the network, files) is the modules' business.
 public struct RuntimeOptions: Sendable {
     /// The whole run's time limit; stops even a busy loop. Nil means none.
     public var timeout: Duration?
@@ -12,16 +11,8 @@ public struct RuntimeOptions: Sendable {
     public var logger: Logger
     /// Called on the event loop for every uncaught error.
     public var reportFailure: @Sendable (ScriptFailure) -> Void
-    /// How `baton.find`, `baton.devices` and `baton.watch` find devices: mDNS (on unless set
-    /// to nil), static peers (`baton run --peer`), liveness.
-    public var discovery = DeviceDirectory.Options()
-    /// How long connecting to a device may take before it counts as unavailable.
-    public var connectTimeout: Duration = .seconds(3)
-    /// Makes the connections' security on the script's first network call (so scripts that
-    /// never touch the network never load the account); an error fails that call. The default
-    /// is plaintext, which reaches loopback agents only.
-    public var security: @Sendable () throws -> ConnectionSecurity = { .insecure }
-
+    /// Options for one run: no limits unless given, logs to `baton.script`, failures dropped
+    /// unless `reportFailure` is given.
     public init(
         timeout: Duration? = nil,
         maxMemory: Int? = nil,

@@ -1,12 +1,14 @@
 import CLuaShim
 
 /// The Lua value `baton.spawn` returns: a userdata holding the task's id and state, whose
-/// first user value is the results table (done) or the error (failed).
+/// first user value is the results table (done) or the error (failed, or cancelled: the
+/// message `task 3 was cancelled`).
 enum TaskHandle {
     static let metatable = "baton.task"
     static let running: Int64 = 0
     static let done: Int64 = 1
     static let failed: Int64 = 2
+    static let cancelled: Int64 = 3
 
     /// Pushes a new handle for task `id`.
     static func push(_ lua: LuaState, id: Int) {
@@ -20,12 +22,13 @@ enum TaskHandle {
     static func id(_ p: UnsafeMutableRawPointer) -> Int { Int(p.load(as: Int64.self)) }
     static func state(_ p: UnsafeMutableRawPointer) -> Int64 { p.load(fromByteOffset: 8, as: Int64.self) }
 
-    /// Pushes what `:wait()` gives for a finished task: `true, results...` or `false, error`.
+    /// Pushes what `:wait()` gives for a finished task: `true, results...` or `false, error`
+    /// (the task's error, or the cancellation's message).
     /// Returns how many values it pushed.
     static func pushOutcome(_ lua: LuaState, handle: Int32) -> Int32 {
         let h = lua.absolute(handle)
         let p = lua.toUserdata(at: h)!
-        if state(p) == failed {
+        if state(p) == failed || state(p) == cancelled {
             lua.push(false)
             lua_getiuservalue(lua.pointer, h, 1)
             return 2

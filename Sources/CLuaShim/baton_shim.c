@@ -91,6 +91,25 @@ void baton_stop(lua_State *L, const char *message) {
     lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
 }
 
+int baton_close_thread(lua_State *co) {
+    lua_Debug ar;
+    /* A thread with a frame and no yield is running, or has resumed the coroutine that runs
+       now: resetting it would pull the stack out from under live C frames. */
+    if (lua_status(co) == LUA_OK && lua_getstack(co, 0, &ar))
+        return -1;
+    baton_runtime *rt = baton_runtime_of(co);
+    int was_in_lua = rt->in_lua;
+    /* __close metamethods are Lua code: the cap applies, and baton functions may be called. */
+    rt->in_lua = 1;
+#if LUA_VERSION_RELEASE_NUM >= 50406
+    int status = lua_closethread(co, NULL);
+#else
+    int status = lua_resetthread(co);
+#endif
+    rt->in_lua = was_in_lua;
+    return status;
+}
+
 int baton_resume(lua_State *co, lua_State *from, int nargs, int *nresults) {
     baton_enter_lua(co);
     int status = lua_resume(co, from, nargs, nresults);

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BatonAgent
+import BatonClient
 import BatonCore
 import BatonDiscovery
 import BatonLua
@@ -48,6 +49,11 @@ struct AgentCommand: ParsableCommand {
             already taken on the network becomes "NAME (2)", and the agent goes by it. \
             --no-mdns turns advertising off (clients then need --peer).
 
+            Lua code in the configuration (launch functions, providers) has the whole baton \
+            module: it reaches other devices as this device, over the same mutual TLS (plaintext \
+            to loopback agents with --insecure), and finds them over mDNS (unless --no-mdns) \
+            and through --peer.
+
             When ready, prints one line to stdout: listening on HOST:PORT id=ID name="NAME". \
             SIGINT or SIGTERM shuts down cleanly: open channels get canceled, requests in \
             flight get their answers. A configuration error exits 2 with file:line: message.
@@ -68,6 +74,11 @@ struct AgentCommand: ParsableCommand {
 
     @Flag(inversion: .prefixedNo, help: "Advertise this device over mDNS/DNS-SD (UDP 5353, shared with avahi and others).")
     var mdns = true
+
+    @Option(name: .customLong("peer"), help: ArgumentHelp(
+        "A device's agent at HOST:PORT that the configuration's Lua code (launch functions, providers) finds with baton.find, baton.devices and baton.watch, for networks without multicast (repeatable).",
+        valueName: "host:port"))
+    var peers: [String] = []
 
     @Flag(help: ArgumentHelp(
         "Plaintext instead of mutual TLS, for benchmarks and debugging: listens on a loopback --listen address only, serves every caller as same_account, and enrols no devices."))
@@ -94,6 +105,9 @@ struct AgentCommand: ParsableCommand {
         guard let address = RemoteDevice.Endpoint(listen, allowingPortZero: true) else { throw ValidationError("Invalid --listen '\(listen)': use HOST:PORT, e.g. 127.0.0.1:0.") }
         if insecure, !ConnectionSecurity.isLoopback(address.host) {
             throw ValidationError("--insecure listens on loopback addresses only: use --listen 127.0.0.1:PORT or [::1]:PORT, not \(address.host).")
+        }
+        for peer in peers where DeviceAddress(peer) == nil {
+            throw ValidationError("Invalid --peer '\(peer)': use HOST:PORT, e.g. 192.168.1.20:47300.")
         }
         guard DurationText.parse(helloTimeout) != nil else {
             throw ValidationError("Invalid --hello-timeout '\(helloTimeout)': use a duration like 10s.")
@@ -138,9 +152,16 @@ struct AgentCommand: ParsableCommand {
             device: DeviceInfo(id: credentials.deviceID, name: Self.hostName(), kind: .desktop),
             handlers: Self.defaultHandlers())
         let options = RuntimeOptions(logger: logger, reportFailure: { FailureReport.write($0, format: format) })
+        // Launch functions and providers reach other devices as this device, over the same
+        // mutual TLS it serves with, and find them as `baton run` does.
+        var network = DeviceAccess.Options()
+        network.security = { security }
+        network.deviceName = name ?? defaults.device.name
+        network.discovery.peers = peers.compactMap { DeviceAddress($0) }
+        if !mdns { network.discovery.mdns = nil }
         let agent: Agent
         do {
-            agent = try Agent.start(config: config.map { .file($0) }, defaults: defaults, options: options, on: loop).wait()
+            agent = try Agent.start(config: config.map { .file($0) }, defaults: defaults, options: options, network: network, on: loop).wait()
         } catch let failure as ScriptFailure {
             if failure.traceback.isEmpty { FailureReport.write(failure, format: format) }
             Baton.exitProcess(2)

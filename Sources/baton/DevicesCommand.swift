@@ -68,33 +68,13 @@ struct DevicesCommand: ParsableCommand {
 
     /// The filter the options describe.
     func filter() throws -> DeviceFilter {
-        var filter = DeviceFilter()
-        for kind in kinds {
-            guard let k = DeviceKind(rawValue: kind) else {
-                throw ValidationError("Invalid --kind '\(kind)': use one of \(DeviceKind.allCases.map(\.rawValue).joined(separator: ", ")).")
-            }
-            filter.kinds.insert(k)
+        do {
+            var filter = try DeviceFilter.parse(kinds: kinds, platforms: platforms, transport: transport, status: status)
+            filter.authorization = client.authorizationKind
+            return filter
+        } catch {
+            throw ValidationError("Invalid --\(error.field) '\(error.value)': use one of \(error.allowed.joined(separator: ", ")).")
         }
-        for platform in platforms {
-            guard let p = Platform(rawValue: platform) else {
-                throw ValidationError("Invalid --platform '\(platform)': use one of \(Platform.allCases.map(\.rawValue).joined(separator: ", ")).")
-            }
-            filter.platforms.insert(p)
-        }
-        switch transport {
-        case "any": filter.transport = nil
-        case let t: guard let value = Transport(rawValue: t) else {
-            throw ValidationError("Invalid --transport '\(t)': use local, cloud or any.")
-        }
-            filter.transport = value
-        }
-        switch status {
-        case "any": filter.status = nil
-        case "available": filter.status = .available
-        default: throw ValidationError("Invalid --status '\(status)': use available or any.")
-        }
-        filter.authorization = client.authorizationKind
-        return filter
     }
 
     func run() throws {

@@ -88,18 +88,22 @@ struct Run: ParsableCommand {
             // the command line.
             commandLine = Array(CommandLine.arguments.dropLast(args.count + 1))
         }
-        var options = RuntimeOptions(
+        let options = RuntimeOptions(
             timeout: timeout.flatMap(DurationText.parse),
             maxMemory: maxMemory.flatMap(ByteSizeText.parse),
             logger: Logger(label: "baton.script"),
             reportFailure: { FailureReport.write($0, format: format) }
         )
-        options.discovery = discovery.directoryOptions
-        options.connectTimeout = DurationText.parse(connectTimeout)!
+        var network = DeviceAccess.Options()
+        network.discovery = discovery.directoryOptions
+        network.connectTimeout = DurationText.parse(connectTimeout)!
         // Loaded on the script's first network call: scripts that never connect start faster.
-        options.security = { [insecure] in try ConnectionSecurity.forCommandLine(insecure: insecure) }
+        network.security = { [insecure] in try ConnectionSecurity.forCommandLine(insecure: insecure) }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let outcome = try LuaRuntime.run(source, arguments: args, commandLine: commandLine, options: options, on: group.next()).wait()
+        let outcome = try LuaRuntime.run(
+            source, arguments: args, commandLine: commandLine, options: options,
+            modules: BatonModules.standard(network: network), on: group.next()
+        ).wait()
         switch outcome {
         case .invalidScript(let message):
             FailureReport.write(message: message, format: format)

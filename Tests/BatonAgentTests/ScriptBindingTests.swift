@@ -60,14 +60,17 @@ struct LiveAgent {
     /// address, `ID` by its id.
     func run(_ code: String, timeout: Duration = .seconds(20)) async throws -> (RunOutcome, Captured) {
         let captured = Captured()
-        var options = RuntimeOptions(timeout: timeout) { captured.failures.append($0) }
-        options.discovery.peers = [DeviceAddress(address)!]
-        options.discovery.mdns = nil
-        options.security = { [security] in security }
+        let options = RuntimeOptions(timeout: timeout) { captured.failures.append($0) }
+        var network = DeviceAccess.Options()
+        network.discovery.peers = [DeviceAddress(address)!]
+        network.discovery.mdns = nil
+        network.security = { [security] in security }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { group.shutdownGracefully { _ in } }
         let source = code.replacingOccurrences(of: "ADDR", with: address).replacingOccurrences(of: "ID", with: id)
-        let outcome = try await LuaRuntime.run(.string(source, chunkName: "script"), options: options, on: group.next()) { runtime in
+        let outcome = try await LuaRuntime.run(
+            .string(source, chunkName: "script"), options: options, modules: BatonModules.standard(network: network), on: group.next()
+        ) { runtime in
             runtime.registerGlobal("capture") { call in
                 captured.values.append((try? call.runtime.value(at: 1, on: call.lua)) ?? .string("unconvertible"))
                 return .values(0)
@@ -157,7 +160,7 @@ struct ScriptBindingTests {
             .string("success"), .string("denied_by_remote_system"), .string("app_unavailable"),
             .string("protocol_unavailable"), .string("remote_system_unavailable"),
         ])
-        #expect(captured.values.dropFirst(5).first == .string("data[2]: expected number like data[1], got string"))
+        #expect(captured.values.dropFirst(5).first == .string("baton.launch: data[2]: expected number like data[1], got string"))
         #expect(captured.values.last == .string("bad argument #1 to 'baton.launch' (no single known device is named or has the id \"not an address\"; find it first with baton.find, or give host:port)"))
     }
 
@@ -210,5 +213,25 @@ struct ScriptBindingTests {
             "no_app": .string("app_not_installed"), "no_service": .string("app_service_unavailable"), "one_shot": .string("success"),
         ]))
     }
-}
 
+    @Test("a cancelled task's channel closes with it (its on_closed hears completed) and no longer keeps the run going")
+    func cancelClosesChannel() async throws {
+        let live = try await LiveAgent.start()
+        defer { live.agent.stop() }
+        let (outcome, captured) = try await live.run("""
+            local conn, closedWith
+            local t = baton.spawn(function()
+              conn = baton.appservice.open("ADDR", "echo", { package = "org.example.player" })
+              conn.on_closed = function(status) closedWith = status end
+              baton.sleep(60)
+            end)
+            while not conn do baton.sleep(0.005) end
+            capture(t:cancel())
+            while not closedWith do baton.sleep(0.005) end
+            capture(closedWith)
+            capture(select(2, conn:send{ x = 1 }))
+            """)
+        #expect(outcome == .completed, "\(captured.failures)")
+        #expect(captured.values == [.bool(true), .string("completed"), .string("app_service_connection_closed")])
+    }
+}

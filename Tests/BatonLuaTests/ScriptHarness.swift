@@ -11,14 +11,15 @@ final class ScriptRecord: @unchecked Sendable {
     var failures: [ScriptFailure] = []
 }
 
-/// Runs `code` in a fresh runtime. The script gets `capture(v)`, which converts `v` to a
-/// ``Value`` (recording the value or the conversion error), and `provide(i)`, which pushes
-/// `provided[i]` (1-based).
+/// Runs `code` in a fresh runtime with the standard modules (reaching devices as `network`
+/// says). The script gets `capture(v)`, which converts `v` to a ``Value`` (recording the value
+/// or the conversion error), and `provide(i)`, which pushes `provided[i]` (1-based).
 func runScript(
     _ code: String,
     timeout: Duration? = nil,
     maxMemory: Int? = nil,
     provided: [Value] = [],
+    network: DeviceAccess.Options = DeviceAccess.Options(),
     configure: @escaping @Sendable (LuaRuntime) throws -> Void = { _ in }
 ) async throws -> (RunOutcome, ScriptRecord) {
     let record = ScriptRecord()
@@ -29,7 +30,7 @@ func runScript(
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     defer { group.shutdownGracefully { _ in } }
     let outcome = try await LuaRuntime.run(
-        .string(code, chunkName: "test"), options: options, on: group.next()
+        .string(code, chunkName: "test"), options: options, modules: BatonModules.standard(network: network), on: group.next()
     ) { runtime in
         runtime.registerGlobal("capture") { call in
             do {

@@ -60,6 +60,13 @@ void baton_leave_lua(lua_State *L);
    with pcall stops at once. */
 void baton_stop(lua_State *L, const char *message);
 
+/* Cancels a suspended or not yet started coroutine: closes its pending to-be-closed variables
+   (their __close metamethods run without being able to yield, as Lua closes them on an error)
+   and empties its stack, as lua_resetthread does. Never raises. Returns LUA_OK; another status
+   when a __close raised, with that error on top of co; or -1, touching nothing, when co is
+   running or has resumed the coroutine that runs now. */
+int baton_close_thread(lua_State *co);
+
 /* Resumes a coroutine with the cap and collector on. */
 int baton_resume(lua_State *co, lua_State *from, int nargs, int *nresults);
 /* Closes the pending to-be-closed variables of co, a coroutine that failed, with the cap and

@@ -6,19 +6,29 @@ import FoundationEssentials
 import Foundation
 #endif
 
-extension LuaRuntime {
-    /// `baton.json.encode`, `baton.json.decode` and `baton.json.null`.
-    func installJSON(module m: Int32) {
-        let lua = state
+/// `baton.json`: `encode`, `decode` and `null`. Owns `null`, the one value that stands for
+/// JSON's null in Lua (it prints as "null"; messages refuse it).
+public final class JSONModule: LuaModule, @unchecked Sendable {
+    /// The metatable of `baton.json.null`, to recognise it.
+    private var nullMetatable: UnsafeRawPointer?
+    /// Registry reference of `baton.json.null`.
+    private var nullRef: Int32 = 0
+
+    /// A module for one run.
+    public init() {}
+
+    /// Adds `baton.json` and makes `null`.
+    public func install(in runtime: LuaRuntime, table m: Int32) throws {
+        let lua = runtime.state
         lua.newTable()
         let json = lua.top
 
         // null: a unique userdata that prints as "null".
         _ = baton_newuserdata(lua.pointer, 0, 0)
-        luaL_newmetatable(lua.pointer, ValueTypeName.null)
-        metatables.null = lua.toPointer(at: -1)
+        luaL_newmetatable(lua.pointer, Self.nullName)
+        nullMetatable = lua.toPointer(at: -1)
         lua.push("__tostring")
-        pushFunction(named: "json.null.__tostring") { call in
+        runtime.pushFunction(named: "json.null.__tostring") { call in
             call.lua.push("null")
             return .values(1)
         }
@@ -28,7 +38,7 @@ extension LuaRuntime {
         nullRef = lua.ref()
         lua.rawSet(json, field: "null")
 
-        register("encode", in: json, qualifier: "baton.json") { call in
+        runtime.register("encode", in: json, qualifier: "baton.json") { [self] call in
             let lua = call.lua
             var pretty = false
             if lua.type(at: 2) == .table {
@@ -39,7 +49,7 @@ extension LuaRuntime {
                 throw call.argumentError(2, "options table expected, got \(lua.typeName(at: 2))")
             }
             if lua.type(at: 1) == .none { throw call.argumentError(1, "value expected") }
-            var reader = JSONReader(lua: lua, metatables: call.runtime.metatables)
+            var reader = JSONReader(lua: lua, metatables: call.runtime.metatables, null: nullMetatable)
             let document: JSON
             do { document = try reader.read(1) } catch {
                 throw HostError.message("baton.json.encode: \(String(describing: error))")
@@ -48,7 +58,7 @@ extension LuaRuntime {
             return .values(1)
         }
 
-        register("decode", in: json, qualifier: "baton.json") { call in
+        runtime.register("decode", in: json, qualifier: "baton.json") { [self] call in
             let lua = call.lua
             guard lua.type(at: 1) == .string else {
                 throw call.argumentError(1, "string expected, got \(lua.typeName(at: 1))")
@@ -61,7 +71,7 @@ extension LuaRuntime {
             } catch {
                 throw HostError.message("baton.json.decode: \(String(describing: error))")
             }
-            guard call.runtime.push(document, on: lua) else {
+            guard push(document, on: lua, runtime: call.runtime) else {
                 throw HostError.message("baton.json.decode: nested too deeply")
             }
             return .values(1)
@@ -69,9 +79,12 @@ extension LuaRuntime {
         lua.rawSet(m, field: "json")
     }
 
+    /// The metatable name of `baton.json.null`, as `typeName(at:)` shows it.
+    static let nullName = "baton.json.null"
+
     /// Pushes a JSON document: objects as tables, arrays as `baton.array` tables, null as
     /// `baton.json.null`. False (nothing pushed) when the nesting is too deep for the stack.
-    func push(_ document: JSON, on lua: LuaState) -> Bool {
+    func push(_ document: JSON, on lua: LuaState, runtime: LuaRuntime) -> Bool {
         switch document {
         case .null: lua.pushRef(nullRef)
         case .bool(let b): lua.push(b)
@@ -82,17 +95,17 @@ extension LuaRuntime {
             guard lua.checkStack(4) else { return false }
             lua.newTable(arrayCount: Int32(clamping: elements.count))
             for (i, e) in elements.enumerated() {
-                guard push(e, on: lua) else { lua.pop(); return false }
+                guard push(e, on: lua, runtime: runtime) else { lua.pop(); return false }
                 lua.rawSet(-2, index: i + 1)
             }
-            lua.pushRef(metatables.arrayRef)
+            lua.pushRef(runtime.metatables.arrayRef)
             lua.setMetatable(-2)
         case .object(let members):
             guard lua.checkStack(4) else { return false }
             lua.newTable(recordCount: Int32(clamping: members.count))
             for member in members {
                 lua.push(member.key)
-                guard push(member.value, on: lua) else { lua.pop(2); return false }
+                guard push(member.value, on: lua, runtime: runtime) else { lua.pop(2); return false }
                 lua.rawSet(-3)
             }
         }
@@ -105,12 +118,15 @@ extension LuaRuntime {
 struct JSONReader {
     let lua: LuaState
     let metatables: LuaRuntime.Metatables
+    /// The metatable of `baton.json.null`.
+    let null: UnsafeRawPointer?
     var path = "value"
     var nesting = TableNesting(maxDepth: 256)
 
-    init(lua: LuaState, metatables: LuaRuntime.Metatables) {
+    init(lua: LuaState, metatables: LuaRuntime.Metatables, null: UnsafeRawPointer?) {
         self.lua = lua
         self.metatables = metatables
+        self.null = null
     }
 
     func error(_ reason: String) -> ValueError { ValueError(path: path, reason: reason) }
@@ -134,8 +150,8 @@ struct JSONReader {
         case .table:
             return try readTable(idx)
         case .userdata:
+            if isNull(idx) { return .null }
             switch metatables.userdata(at: idx, on: lua) {
-            case .null: return .null
             case .date(let d): return .string(ISO8601.format(d))
             case .uuid(let u): return .string(u.uuidString.lowercased())
             case .bytes(let b): return .string(Base64.encode(b))
@@ -146,6 +162,12 @@ struct JSONReader {
         default:
             throw error("cannot encode a \(lua.typeName(at: idx))")
         }
+    }
+
+    private func isNull(_ idx: Int32) -> Bool {
+        guard null != nil, lua_getmetatable(lua.pointer, idx) != 0 else { return false }
+        defer { lua.pop() }
+        return lua.toPointer(at: -1) == null
     }
 
     private mutating func readTable(_ t: Int32) throws(ValueError) -> JSON {

@@ -1,0 +1,243 @@
+import BatonClient
+import BatonCore
+import CLuaShim
+import NIOCore
+
+/// Reaching devices: `baton.launch`, `baton.find`, `baton.appservice.open` and
+/// `baton.appservice.send`, the device table's `dev:apps()`, and the script's `conn` objects.
+/// Owns the channels the script opened (each keeps the run alive until it closes; a task's
+/// close when it is cancelled). Shares the client and directory with ``DiscoveryModule``
+/// through a ``DeviceAccess``.
+public final class ClientModule: LuaModule, @unchecked Sendable {
+    /// The client and directory it reaches devices through.
+    public let access: DeviceAccess
+    private var channels: ChannelObjects?
+
+    /// A module reaching devices through `access` (share it with the run's ``DiscoveryModule``).
+    public init(access: DeviceAccess) {
+        self.access = access
+    }
+
+    /// Adds `launch`, `find`, `appservice` and the device table's `apps` method.
+    public func install(in runtime: LuaRuntime, table m: Int32) throws {
+        access.attach(to: runtime)
+        let lua = runtime.state
+        channels = ChannelObjects(runtime: runtime, keepsRunAlive: true)
+        runtime.register("launch", in: m, qualifier: "baton") { [self] call in try launch(call) }
+        runtime.register("find", in: m, qualifier: "baton") { [self] call in try find(call) }
+
+        lua.newTable()
+        runtime.register("open", in: -1, qualifier: "baton.appservice") { [self] call in try openService(call) }
+        runtime.register("send", in: -1, qualifier: "baton.appservice") { [self] call in try sendOnce(call) }
+        lua.rawSet(m, field: "appservice")
+
+        luaL_newmetatable(lua.pointer, LuaDevice.metatable)
+        lua.newTable()
+        runtime.register("apps", in: -1, qualifier: "device") { [self] call in try apps(call) }
+        lua.rawSet(-2, field: "__index")
+        lua.pop()
+    }
+
+    /// Stops the directory the run started.
+    public func runFinished(_ runtime: LuaRuntime) {
+        access.stop()
+    }
+
+    /// Closes the channels `task` opened.
+    public func taskCancelled(_ task: LuaTaskID, in runtime: LuaRuntime) {
+        channels?.closeAll(ownedBy: task)
+    }
+
+    // MARK: devices
+
+    /// The device argument, as a target: a device table (by its `id`, at every route the
+    /// directory knows now, else the table's own `addresses`), a name or an id the directory
+    /// knows, or `"host:port"` (any device of this account there).
+    func deviceTarget(_ call: HostCall, _ position: Int32) throws -> DeviceTarget {
+        let lua = call.lua
+        if lua.type(at: position) == .table {
+            let table = OptionTable(call, at: position, function: call.name)
+            let id = (try? table.string("id")) ?? nil
+            let addresses = (try? table.stringOrStrings("addresses")) ?? nil
+            let address = (try? table.string("address")) ?? nil
+            let routes = (addresses ?? address.map { [$0] } ?? []).compactMap { DeviceAddress($0) }.map(DeviceRoute.tcp)
+            let account = ((try? table.string("account")) ?? nil) ?? ""
+            let target = access.target(id: id, routes: routes, account: account)
+            guard !target.routes.isEmpty else {
+                throw call.argumentError(position, "device table without an address (find it with baton.find)")
+            }
+            return target
+        }
+        guard let text = lua.toString(at: position) else {
+            throw call.argumentError(position, "device expected (a device from baton.find, a name, an id, or \"host:port\"), got \(lua.typeName(at: position))")
+        }
+        if let address = DeviceAddress(text) { return DeviceTarget(address) }
+        if let known = access.knownDevice(text) { return known }
+        throw call.argumentError(position, "no single known device is named or has the id \"\(text)\"; find it first with baton.find, or give host:port")
+    }
+
+    /// The `timeout` option of a request (seconds), or nil for the client's default (30 s).
+    static func requestTimeout(_ options: OptionTable) throws -> TimeAmount? {
+        guard let seconds = try options.number("timeout") else { return nil }
+        guard seconds > 0, seconds <= 86_400 else {
+            throw HostError.message("\(options.function): timeout must be a number of seconds above 0 and at most 86400, got \(seconds)")
+        }
+        return .nanoseconds(Int64(seconds * 1e9))
+    }
+
+    /// `baton.find(x [, {timeout =}])`: `"host:port"` asks that agent; a name or an id is
+    /// looked for in the directory (mDNS and `--peer` devices) until found or the timeout:
+    /// `nil, "not_found"`, or `nil, "ambiguous", detail` when several devices share the name.
+    private func find(_ call: HostCall) throws -> HostResult {
+        let target = try call.string(1)
+        let runtime = call.runtime
+        let timeout = try DiscoveryModule.timeout(call, 2)
+        guard let address = DeviceAddress(target) else {
+            return try runtime.wait(call, for: access.directory.find(target, timeout: timeout)) { result, lua in
+                switch result {
+                case .found(let device):
+                    LuaDevice.push(device, on: lua, runtime: runtime)
+                    return 1
+                case .notFound:
+                    lua.pushNil()
+                    lua.push("not_found")
+                    return 2
+                case .ambiguous(let ids):
+                    lua.pushNil()
+                    lua.push("ambiguous")
+                    lua.push("\(ids.count) devices are named \"\(target)\": \(ids.joined(separator: ", ")); find one by id")
+                    return 3
+                }
+            }
+        }
+        let found = try access.client.describe(DeviceTarget(address), timeout: timeout).map { Optional($0.0) }.recover { _ in nil }
+        return try runtime.wait(call, for: found) { device, lua in
+            guard let device else {
+                lua.pushNil()
+                lua.push("not_found")
+                return 2
+            }
+            LuaDevice.push(device, address: address, on: lua, runtime: runtime)
+            return 1
+        }
+    }
+
+    /// `dev:apps([{timeout =}])`: the device's apps, asked of its agent.
+    private func apps(_ call: HostCall) throws -> HostResult {
+        let device = try deviceTarget(call, 1)
+        let runtime = call.runtime
+        var timeout: TimeAmount? = nil
+        if call.lua.type(at: 2) == .table {
+            let options = OptionTable(call, at: 2, function: "dev:apps")
+            try options.check(allowed: ["timeout"])
+            timeout = try Self.requestTimeout(options)
+        }
+        let described = try access.client.describe(device, timeout: timeout).map { Optional($0.1) }.recover { _ in nil }
+        return try runtime.wait(call, for: described) { apps, lua in
+            guard let apps else {
+                lua.pushNil()
+                lua.push(LaunchStatus.remoteSystemUnavailable.rawValue)
+                return 2
+            }
+            lua.newTable(arrayCount: Int32(apps.count))
+            for (i, app) in apps.enumerated() {
+                let services: [Value] = app.services.map { .string($0) }
+                let schemes: [Value] = app.schemes.map { .string($0) }
+                runtime.push(.dictionary([
+                    "id": .string(app.id), "name": .string(app.name), "schemes": .array(schemes),
+                    "services": .array(services), "attributes": .dictionary(app.attributes), "anonymous": .bool(app.anonymous),
+                ]), on: lua)
+                lua.rawSet(-2, index: i + 1)
+            }
+            return 1
+        }
+    }
+
+    // MARK: launching
+
+    /// `baton.launch(device, uri [, {app=, fallback=, prefer={}, data={}, timeout=}])` →
+    /// status, detail.
+    private func launch(_ call: HostCall) throws -> HostResult {
+        let device = try deviceTarget(call, 1)
+        var request = LaunchRequest(uri: try call.string(2))
+        var timeout: TimeAmount? = nil
+        let lua = call.lua
+        if lua.type(at: 3) == .table {
+            let options = OptionTable(call, at: 3, function: "baton.launch")
+            try options.check(allowed: ["app", "fallback", "prefer", "data", "timeout"])
+            request.appID = try options.string("app")
+            request.fallbackURI = try options.string("fallback")
+            request.preferredAppIDs = try options.strings("prefer") ?? []
+            request.data = try options.message("data") ?? [:]
+            timeout = try Self.requestTimeout(options)
+        } else if !call.isNoneOrNil(3) {
+            throw call.argumentError(3, "options table expected, got \(lua.typeName(at: 3))")
+        }
+        return try call.runtime.wait(call, for: access.client.launch(request, on: device, timeout: timeout)) { result, lua in
+            lua.push(result.0.rawValue)
+            lua.push(result.1)
+            return 2
+        }
+    }
+
+    // MARK: app services
+
+    /// `baton.appservice.open(device, service, {package = app, timeout =})` → conn, status.
+    private func openService(_ call: HostCall) throws -> HostResult {
+        let device = try deviceTarget(call, 1)
+        let service = try call.string(2)
+        let (app, timeout) = try packageOption(call, 3)
+        let owner = call.runtime.currentTaskID
+        return try call.runtime.wait(call, for: access.client.openService(service, app: app, on: device, timeout: timeout)) { [self] result, lua in
+            let (channel, status, detail) = result
+            guard let channel else {
+                lua.pushNil()
+                lua.push(status.rawValue)
+                lua.push(detail)
+                return 3
+            }
+            pushConnection(channel, owner: owner, on: lua, runtime: call.runtime)
+            lua.push(status.rawValue)
+            return 2
+        }
+    }
+
+    /// `baton.appservice.send(device, service, msg, {package = app, timeout =})` → reply, status.
+    private func sendOnce(_ call: HostCall) throws -> HostResult {
+        let device = try deviceTarget(call, 1)
+        let service = try call.string(2)
+        let message = try call.runtime.messageArgument(call, 3)
+        let (app, timeout) = try packageOption(call, 4)
+        let runtime = call.runtime
+        return try runtime.wait(call, for: access.client.send(message, to: service, app: app, on: device, timeout: timeout)) { reply, lua in
+            runtime.pushReply(reply, on: lua)
+        }
+    }
+
+    /// The app (`package`) and `timeout` options.
+    private func packageOption(_ call: HostCall, _ position: Int32) throws -> (String, TimeAmount?) {
+        guard call.lua.type(at: position) == .table else {
+            throw call.argumentError(position, "options table with package = \"app.id\" expected, got \(call.lua.typeName(at: position))")
+        }
+        let options = OptionTable(call, at: position, function: call.name)
+        try options.check(allowed: ["package", "app", "timeout"])
+        guard let app = try options.string("package") ?? options.string("app") else {
+            throw call.argumentError(position, "package = \"app.id\" is required")
+        }
+        return (app, try Self.requestTimeout(options))
+    }
+
+    /// The conn table (see ``ChannelObjects``): `conn.id`, `conn.app`, `conn.service`,
+    /// `conn.device`. An open channel keeps the run alive; `owner`'s cancellation closes it.
+    private func pushConnection(_ channel: AppServiceConnection, owner: LuaTaskID?, on lua: LuaState, runtime: LuaRuntime) {
+        guard let channels else { return lua.pushNil() }
+        let endpoint = ChannelObjects.Endpoint(send: { message, timeout in channel.send(message, timeout: timeout) }, close: { channel.close() })
+        let conn = channels.make(endpoint, fields: [
+            ("id", .int(Int64(bitPattern: channel.channelID))), ("app", .string(channel.app)),
+            ("service", .string(channel.service)), ("device", .string(channel.device.description)),
+        ], owner: owner)
+        runtime.push(conn.object, on: lua)
+        channel.onRequest = { message in channels.request(message, on: conn, service: channel.service) }
+        channel.onClosed = { status in channels.closed(conn, status: status) }
+    }
+}
