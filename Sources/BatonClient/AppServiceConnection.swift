@@ -41,13 +41,21 @@ public final class AppServiceConnection: ServiceChannelHandler, @unchecked Senda
     /// `unknown` with "timed out" when the timeout passes).
     public func send(_ message: ValueDictionary, timeout: TimeAmount? = nil) -> EventLoopFuture<ServiceReply> {
         let loop = connection.eventLoop
-        let deadline = timeout.map { NIODeadline.now() + $0 }
-        // Callers on the connection's loop (scripts, the benchmark) need no hop.
+        let wait = timeout ?? connection.timing.requestTimeout
+        // Callers on the connection's loop (scripts, the benchmark) need no hop. The deadline is
+        // reckoned there, so the wait is the one given.
+        if loop.inEventLoop { return sendOnLoop(message, deadline: loop.now + wait) }
+        return loop.flatSubmit { [self] in sendOnLoop(message, deadline: loop.now + wait) }
+    }
+
+    /// As ``send(_:timeout:)``, by `deadline`.
+    func send(_ message: ValueDictionary, deadline: NIODeadline) -> EventLoopFuture<ServiceReply> {
+        let loop = connection.eventLoop
         if loop.inEventLoop { return sendOnLoop(message, deadline: deadline) }
         return loop.flatSubmit { [self] in sendOnLoop(message, deadline: deadline) }
     }
 
-    private func sendOnLoop(_ message: ValueDictionary, deadline: NIODeadline?) -> EventLoopFuture<ServiceReply> {
+    private func sendOnLoop(_ message: ValueDictionary, deadline: NIODeadline) -> EventLoopFuture<ServiceReply> {
         let loop = connection.eventLoop
         guard closedStatus == nil else {
             return loop.makeSucceededFuture(ServiceReply(status: .appServiceConnectionClosed, detail: "the channel is closed"))

@@ -104,13 +104,18 @@ public final class BatonClient: @unchecked Sendable {
         .now() + (timeout ?? options.requestTimeout)
     }
 
-    /// `future`, or `timedOut`'s value if `deadline` passes first (while connecting, say).
+    /// What a caller hears when its call waited `timeout` (nil: ``Options/requestTimeout``)
+    /// in vain: the wait it gave, not what was left of it by the time the request went out.
+    private func timedOut(_ timeout: TimeAmount?) -> String {
+        "timed out: no answer within \((timeout ?? options.requestTimeout).words)"
+    }
+
+    /// `future`, or `timedOut` if `deadline` passes first (while connecting, say).
     private func racing<T: Sendable>(
-        _ future: EventLoopFuture<T>, until deadline: NIODeadline, _ timedOut: @escaping @Sendable (String) -> T
+        _ future: EventLoopFuture<T>, until deadline: NIODeadline, _ timedOut: @escaping @Sendable () -> T
     ) -> EventLoopFuture<T> {
         let promise = eventLoop.makePromise(of: T.self)
-        let within = DurationText.format(.nanoseconds((deadline - .now()).nanoseconds))
-        let timer = eventLoop.scheduleTask(deadline: deadline) { promise.succeed(timedOut("timed out: no answer within \(within)")) }
+        let timer = eventLoop.scheduleTask(deadline: deadline) { promise.succeed(timedOut()) }
         future.hop(to: eventLoop).whenComplete { result in
             timer.cancel()
             promise.completeWith(result)
@@ -121,11 +126,11 @@ public final class BatonClient: @unchecked Sendable {
     /// Launches `request` on `device`, waiting `timeout` at most (nil: ``Options/requestTimeout``):
     /// the status and, if not `success`, why (`unknown`, "timed out: ...", when it passes).
     public func launch(_ request: LaunchRequest, on device: DeviceTarget, timeout: TimeAmount? = nil) -> EventLoopFuture<(LaunchStatus, String)> {
-        let deadline = deadline(timeout)
+        let deadline = deadline(timeout), timedOut = timedOut(timeout)
         let launched = connection(to: device).flatMap { $0.launch(request, deadline: deadline) }.recover { error in
             switch error as? PeerConnectionError {
-            case .timedOut(let detail)?:
-                return (.unknown, detail)
+            case .timedOut?:
+                return (.unknown, timedOut)
             case .tooLarge(let size, let limit)?:
                 return (.valueSetTooLarge, "the launch data is \(size) bytes, over the agent's limit of \(limit)")
             case .untrustedPeer?:
@@ -136,19 +141,19 @@ public final class BatonClient: @unchecked Sendable {
                 return (.remoteSystemUnavailable, Self.describe(error, device: device))
             }
         }
-        return racing(launched, until: deadline) { (.unknown, $0) }
+        return racing(launched, until: deadline) { (.unknown, timedOut) }
     }
 
     /// The device and its apps, waiting `timeout` at most; fails with ``BatonClientError``.
     public func describe(_ device: DeviceTarget, timeout: TimeAmount? = nil) -> EventLoopFuture<(DeviceInfo, [AppInfo])> {
-        let deadline = deadline(timeout)
+        let deadline = deadline(timeout), timedOut = timedOut(timeout)
         let described = connection(to: device).flatMap { $0.describe(deadline: deadline) }.map { description -> Result<(DeviceInfo, [AppInfo]), BatonClientError> in
             .success((description.device, description.apps))
         }.recover { error in
-            if case .timedOut(let detail)? = error as? PeerConnectionError { return .failure(.timedOut(detail)) }
+            if case .timedOut? = error as? PeerConnectionError { return .failure(.timedOut(timedOut)) }
             return .failure(.unreachable(Self.describe(error, device: device)))
         }
-        return racing(described, until: deadline) { .failure(.timedOut($0)) }.flatMapResult { $0 }
+        return racing(described, until: deadline) { .failure(.timedOut(timedOut)) }.flatMapResult { $0 }
     }
 
     /// Opens a channel to `service` of `app` on `device`, waiting `timeout` at most: the
@@ -156,7 +161,12 @@ public final class BatonClient: @unchecked Sendable {
     public func openService(
         _ service: String, app: String, on device: DeviceTarget, timeout: TimeAmount? = nil
     ) -> EventLoopFuture<(AppServiceConnection?, OpenStatus, String)> {
-        let deadline = deadline(timeout)
+        openService(service, app: app, on: device, deadline: deadline(timeout), timedOut: timedOut(timeout))
+    }
+
+    private func openService(
+        _ service: String, app: String, on device: DeviceTarget, deadline: NIODeadline, timedOut: String
+    ) -> EventLoopFuture<(AppServiceConnection?, OpenStatus, String)> {
         let opened = connection(to: device).flatMap { connection in
             let channel = AppServiceConnection(device: device, app: app, service: service, connection: connection)
             return connection.open(service: service, app: app, handler: channel, deadline: deadline).map { id, status, detail in
@@ -166,12 +176,12 @@ public final class BatonClient: @unchecked Sendable {
             }
         }.recover { error -> (AppServiceConnection?, OpenStatus, String) in
             switch error as? PeerConnectionError {
-            case .timedOut(let detail)?: (nil, .unknown, detail)
+            case .timedOut?: (nil, .unknown, timedOut)
             case .untrustedPeer?, .refusedByPeer?: (nil, .notAuthorized, Self.describe(error, device: device))
             default: (nil, .remoteSystemUnavailable, Self.describe(error, device: device))
             }
         }
-        return racing(opened, until: deadline) { (nil, .unknown, $0) }
+        return racing(opened, until: deadline) { (nil, .unknown, timedOut) }
     }
 
     /// Sends one message on a channel opened for it, then closes the channel; `timeout` (nil:
@@ -179,8 +189,8 @@ public final class BatonClient: @unchecked Sendable {
     public func send(
         _ message: ValueDictionary, to service: String, app: String, on device: DeviceTarget, timeout: TimeAmount? = nil
     ) -> EventLoopFuture<ServiceReply> {
-        let deadline = deadline(timeout)
-        return openService(service, app: app, on: device, timeout: deadline - .now()).flatMap { [self] channel, status, detail in
+        let deadline = deadline(timeout), timedOut = timedOut(timeout)
+        return openService(service, app: app, on: device, deadline: deadline, timedOut: timedOut).flatMap { [self] channel, status, detail in
             guard let channel else {
                 let replyStatus: ResponseStatus = switch status {
                 case .remoteSystemUnavailable: .remoteSystemUnavailable
@@ -189,7 +199,10 @@ public final class BatonClient: @unchecked Sendable {
                 }
                 return eventLoop.makeSucceededFuture(ServiceReply(status: replyStatus, detail: "open: \(status.rawValue)\(detail.isEmpty ? "" : ": " + detail)"))
             }
-            return channel.send(message, timeout: deadline - .now()).always { _ in channel.close() }
+            return channel.send(message, deadline: deadline).always { _ in channel.close() }.map { reply in
+                // The wait the caller gave, not what was left of it once the channel was open.
+                reply.status == .unknown && reply.detail.hasPrefix("timed out") ? ServiceReply(status: .unknown, detail: timedOut) : reply
+            }
         }
     }
 

@@ -44,7 +44,9 @@ public final class ChannelObjects: @unchecked Sendable {
         let service: String
     }
 
-    private unowned let runtime: LuaRuntime
+    /// Weak: a channel may close (its connection ending) after the run, and the runtime, are gone.
+    private weak var runtime: LuaRuntime?
+    private let eventLoop: any EventLoop
     private let keepsRunAlive: Bool
     private var entries: [Int: Entry] = [:]
     private var nextNumber = 1
@@ -56,6 +58,7 @@ public final class ChannelObjects: @unchecked Sendable {
     /// metatable; call on the loop.
     public init(runtime: LuaRuntime, keepsRunAlive: Bool) {
         self.runtime = runtime
+        self.eventLoop = runtime.eventLoop
         self.keepsRunAlive = keepsRunAlive
         let lua = runtime.state
         lua.newTable()
@@ -74,11 +77,11 @@ public final class ChannelObjects: @unchecked Sendable {
     /// Makes the conn table of a channel whose endpoint is `endpoint`, with `fields` (`id`,
     /// `app`, `service`, ...), owned by `owner` (closed if that task is cancelled).
     public func make(_ endpoint: Endpoint, fields: [(String, Value)], owner: LuaTaskID?) -> Channel {
-        let lua = runtime.state
         let number = nextNumber
         nextNumber += 1
         // After the run the state is gone: an object no one can reach (its reference pushes nil).
-        guard !runtime.closed else { return Channel(number: number, object: LuaReference(ref: LUA_NOREF)) }
+        guard let runtime, !runtime.closed else { return Channel(number: number, object: LuaReference(ref: LUA_NOREF)) }
+        let lua = runtime.state
         lua.newTable(recordCount: Int32(fields.count + 1))
         for (key, value) in fields {
             runtime.push(value, on: lua)
@@ -103,7 +106,7 @@ public final class ChannelObjects: @unchecked Sendable {
     /// The channel closed with `status`: runs the script's `on_closed(status)`, if it set one,
     /// and lets the object go. Does nothing for a channel already let go.
     public func closed(_ channel: Channel, status: ClosedStatus) {
-        guard let entry = entries[channel.number] else { return }
+        guard let runtime, let entry = entries[channel.number] else { return }
         runtime.startCallback("on_closed", of: channel.object, name: "on_closed of \(entry.service)") { lua in
             lua.push(status.rawValue)
             return 1
@@ -113,7 +116,7 @@ public final class ChannelObjects: @unchecked Sendable {
 
     /// Lets the object go without a word to the script (the side closed it itself).
     public func forget(_ channel: Channel) {
-        guard let entry = entries.removeValue(forKey: channel.number) else { return }
+        guard let entry = entries.removeValue(forKey: channel.number), let runtime else { return }
         runtime.release(entry.object)
         if keepsRunAlive { runtime.releaseKeepAlive() }
     }
@@ -122,8 +125,10 @@ public final class ChannelObjects: @unchecked Sendable {
     /// channel: its results as a provider's are read (``LuaRuntime/serviceReply(from:handler:)``);
     /// `failure` if it set none.
     public func request(_ message: ValueDictionary, on channel: Channel, service: String) -> EventLoopFuture<ServiceReply> {
+        guard let runtime else {
+            return eventLoop.makeSucceededFuture(ServiceReply(status: .failure, detail: "the script has ended"))
+        }
         let promise = runtime.eventLoop.makePromise(of: ServiceReply.self)
-        let runtime = runtime
         let started = runtime.startCallback("on_request", of: channel.object, name: "on_request of \(service)", arguments: { lua in
             runtime.push(.dictionary(message), on: lua)
             return 1

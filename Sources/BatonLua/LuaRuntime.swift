@@ -127,6 +127,9 @@ public final class LuaRuntime: @unchecked Sendable {
     // MARK: starting
 
     func start(_ source: ScriptSource, arguments: [String], commandLine: [String]) -> EventLoopFuture<RunOutcome> {
+        // A run keeps itself until it ends: while it only waits for an open channel or a
+        // watcher, nothing else may hold it.
+        running = self
         let lua = state
         let status: Int32
         let name: String
@@ -263,8 +266,14 @@ public final class LuaRuntime: @unchecked Sendable {
         for module in modules { module.runFinished(self) }
         promise.succeed(outcome)
         // Close once the current call stack has unwound.
-        eventLoop.execute { self.close() }
+        eventLoop.execute {
+            self.close()
+            self.running = nil
+        }
     }
+
+    /// The run itself, from its start to its end.
+    private var running: LuaRuntime?
 
     /// Whether the Lua state is closed: nothing may touch it any more.
     private(set) var closed = false

@@ -62,6 +62,11 @@ extension PeerConnection {
     func answer(_ frame: Frame) {
         guard let id = frame.requestID, let entry = inFlight.removeValue(forKey: id) else { return }
         entry.context.finish()
+        send(answer: frame)
+    }
+
+    /// Writes the answer to a request taken out of ``inFlight``.
+    private func send(answer frame: Frame) {
         if session.answered() {
             if case .tooLarge(let size, let limit)? = write(frame), let fallback = SessionStateMachine.fallback(for: frame, size: size, limit: limit) {
                 logger.warning("answer over the peer's frame limit", metadata: ["size": "\(size)", "limit": "\(limit)"])
@@ -103,9 +108,10 @@ extension PeerConnection {
     func expireServing(at now: NIODeadline) {
         for (id, entry) in inFlight where entry.context.deadline <= now {
             logger.notice("a request was not answered by its deadline", metadata: ["request": "\(id)", "kind": "\(entry.head.kind)"])
+            // The timeout is the answer: what the cancelled work still says comes too late.
+            inFlight[id] = nil
+            send(answer: refusal(entry.head, .timedOut("timed out: no answer within \(entry.timeout.words)")))
             entry.context.cancel()
-            let within = DurationText.format(.nanoseconds(entry.timeout.nanoseconds))
-            answer(refusal(entry.head, .timedOut("timed out: no answer within \(within)")))
         }
     }
 

@@ -58,7 +58,8 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
     /// Called after this connection adopted a newer revocation list from its peer.
     var revocationListAdopted: (() -> Void)?
 
-    let timing: Timing
+    /// The timings it was made with.
+    public let timing: Timing
     var session: SessionStateMachine
     var multiplexer = RequestMultiplexer()
     let link: any Link

@@ -1,3 +1,13 @@
+import BatonCore
+import NIOCore
+
+extension TimeAmount {
+    /// The wait in words, to the millisecond, as durations are given: `1s`, `250ms`, `2m`.
+    public var words: String {
+        DurationText.format(.milliseconds((nanoseconds + 500_000) / 1_000_000))
+    }
+}
+
 /// Why a request got no response.
 public enum PeerConnectionError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The connection ended first; `reason` says how.

@@ -65,8 +65,8 @@ package struct RequestMultiplexer {
         var completions: [Completion] = []
         for (id, entry) in pending where entry.deadline <= now {
             pending[id] = nil
-            let within = DurationText.format(.nanoseconds(entry.timeout.nanoseconds))
-            completions.append(Completion(waiter: entry.waiter, result: .failure(.timedOut("timed out: no answer within \(within)"))))
+            completions.append(Completion(
+                waiter: entry.waiter, result: .failure(.timedOut("timed out: no answer within \(entry.timeout.words)"))))
         }
         return completions
     }

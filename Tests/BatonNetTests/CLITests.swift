@@ -208,7 +208,7 @@ struct CLITests {
                 "model: Model T", "manufacturer: ACME",
             ])
             #expect(lines.contains("  org.test.services (Services)"))
-            #expect(lines.contains("    services: ask, broken, busy, closed, echo, hangup, launches, sleep, watch"))
+            #expect(lines.contains("    services: ask, broken, busy, closed, echo, forever, hangup, launches, sleep, watch"))
             #expect(lines.contains("    schemes: media, alt, shared"))
 
             let json = try await runBaton(["describe", device, "--json"])
@@ -225,7 +225,7 @@ struct CLITests {
             #expect(apps.last == JSON.object([
                 .init("id", .string(Fixtures.services)), .init("name", .string("Services")),
                 .init("schemes", .array([])),
-                .init("services", .array(["ask", "broken", "busy", "closed", "echo", "hangup", "launches", "sleep", "watch"].map(JSON.string))),
+                .init("services", .array(["ask", "broken", "busy", "closed", "echo", "forever", "hangup", "launches", "sleep", "watch"].map(JSON.string))),
                 .init("attributes", .object([.init("level", .int(3)), .init("tier", .string("test"))])),
                 .init("anonymous", .bool(true)),
             ]))

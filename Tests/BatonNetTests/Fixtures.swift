@@ -41,10 +41,21 @@ enum Fixtures {
              launch = function(uri, data) record("player", uri, data) return "success" end }
         app{ id = "org.test.alt", name = "Alt", schemes = { "media", "alt", "shared" },
              launch = function(uri, data) record("alt", uri, data) end }
-        -- status:NAME makes the launch function return NAME (nil, error: special cases).
+        -- A <close> variable that writes "closed" to `path` when its scope ends (also when
+        -- the task is cancelled).
+        local function closing(path)
+          return setmetatable({}, { __close = function() touch(path) end })
+        end
+
+        -- status:NAME makes the launch function return NAME (nil, error: special cases);
+        -- status:forever never returns (data.closed is written when it is cancelled).
         app{ id = "org.test.status", schemes = { "status" },
-             launch = function(uri)
+             launch = function(uri, data)
                local s = uri:sub(#"status:" + 1)
+               if s == "forever" then
+                 local mark <close> = closing(data.closed)
+                 baton.sleep(3600)
+               end
                if s == "nil" then return nil end
                if s == "nothing" then return end
                if s == "error" then error("the launch function broke") end
@@ -84,6 +95,12 @@ enum Fixtures {
                  return { slept = msg.seconds }
                end,
                busy = function() return nil, "resource_limits_exceeded" end,
+               -- Never answers; msg.closed is written when it is cancelled.
+               forever = function(msg)
+                 local mark <close> = closing(msg.closed)
+                 touch(msg.started)
+                 baton.sleep(3600)
+               end,
                broken = function() error("the provider broke") end,
              } }
         """#

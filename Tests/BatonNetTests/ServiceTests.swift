@@ -28,7 +28,7 @@ struct ServiceTests {
             #expect(services.name == "Services")
             #expect(services.anonymous)
             #expect(services.schemes.isEmpty)
-            #expect(services.services == ["ask", "broken", "busy", "closed", "echo", "hangup", "launches", "sleep", "watch"])
+            #expect(services.services == ["ask", "broken", "busy", "closed", "echo", "forever", "hangup", "launches", "sleep", "watch"])
             #expect(services.attributes == ["tier": .string("test"), "level": .int(3)])
             #expect(apps[1].schemes == ["media", "alt", "shared"])
             #expect(!apps[1].anonymous)
