@@ -71,7 +71,7 @@ public struct ValueDictionary: Sendable, Hashable, RandomAccessCollection, Expre
     /// Appends a member without looking for an existing one: the caller guarantees that `key`
     /// is not there yet (as when copying a Lua table).
     @inlinable
-    public mutating func appendUnchecked(_ key: String, _ value: Value) {
+    public mutating func appendUnchecked(_ key: consuming String, _ value: consuming Value) {
         members.append(Member(key, value))
     }
 

@@ -35,7 +35,10 @@ extension LuaRuntime {
     /// is read the usual way, which also finds the words for any error) at whatever is not
     /// plainly a message: a metatable, an array, a key or string that is not UTF-8, a value that
     /// is not a string, number, boolean, date, uuid, bytes or such a table, or nesting past 32.
-    package func messageSource(at index: Int32, on lua: LuaState) -> some MessageSource {
+    ///
+    /// A named type rather than `some MessageSource`: an opaque type from another module is
+    /// looked up by name at run time, on every call.
+    package func messageSource(at index: Int32, on lua: LuaState) -> LuaTableSource {
         LuaTableSource(runtime: self, lua: lua, index: lua.absolute(index))
     }
 }
@@ -46,25 +49,25 @@ private struct LuaTableSink: ValueSink {
     let runtime: LuaRuntime
     let lua: LuaState
 
-    func beginDictionary(count: Int) -> Bool {
-        guard lua.checkStack(4) else { return false }
+    func beginDictionary(count: Int) -> Void? {
+        guard lua.checkStack(4) else { return nil }
         lua.newTable(recordCount: Int32(clamping: count))
-        return true
+        return ()
     }
 
-    func key(_ utf8: UnsafeRawBufferPointer) { pushString(utf8) }
-    func endMember() { lua.rawSet(-3) }
-    func endDictionary() {}
+    func key(_ utf8: UnsafeRawBufferPointer, in table: inout Void) { pushString(utf8) }
+    func endMember(of table: inout Void) { lua.rawSet(-3) }
+    func endDictionary(_ table: consuming Void) {}
 
-    func beginArray(count: Int) -> Bool {
-        guard lua.checkStack(4) else { return false }
+    func beginArray(count: Int) -> Void? {
+        guard lua.checkStack(4) else { return nil }
         lua.newTable(arrayCount: Int32(clamping: count))
-        return true
+        return ()
     }
 
-    func endElement(_ index: Int) { lua.rawSet(-2, index: index) }
+    func endElement(_ index: Int, of table: inout Void) { lua.rawSet(-2, index: index) }
 
-    func endArray() {
+    func endArray(_ table: consuming Void) {
         lua.pushRef(runtime.metatables.arrayRef)
         lua.setMetatable(-2)
     }
@@ -83,12 +86,12 @@ private struct LuaTableSink: ValueSink {
 }
 
 /// Writes the members of the message table at `index` (see ``LuaRuntime/messageSource(at:on:)``).
-private struct LuaTableSource: MessageSource {
+package struct LuaTableSource: MessageSource {
     let runtime: LuaRuntime
     let lua: LuaState
     let index: Int32
 
-    func writeMembers(to writer: inout ProtoWriter) -> Bool {
+    package func writeMembers(to writer: inout ProtoWriter) -> Bool {
         table(index, depth: 0, into: &writer)
     }
 

@@ -8,23 +8,28 @@ import NIOCore
 /// Reads protobuf's binary format from bytes that stay put while it reads, by proto3's rules:
 /// fields in any order, unknown fields skipped, the last of a repeated scalar wins, a repeated
 /// message field merges. Every malformation is a ``ProtoReader/Malformed`` naming it.
+@usableFromInline
 package struct ProtoReader {
     /// Why bytes are not a message.
+    @usableFromInline
     package struct Malformed: Error, CustomStringConvertible {
-        package var description: String
+        @usableFromInline package var description: String
+        @usableFromInline
         package init(_ description: String) { self.description = description }
     }
 
-    private let base: UnsafeRawPointer?
-    private var index: Int
-    private let end: Int
+    @usableFromInline let base: UnsafeRawPointer?
+    @usableFromInline var index: Int
+    @usableFromInline let end: Int
     /// Messages nested around this one; capped so hostile nesting cannot exhaust the stack.
-    private let depth: Int
+    @usableFromInline let depth: Int
 
     /// Enough for Values nested past their own limit of 64, so those get `validate`'s error
     /// naming the path: each Value level costs 2 (Array, Value) or 3 (Dictionary, Entry, Value).
+    @usableFromInline
     package static let maxDepth = 256
 
+    @inlinable
     package init(_ bytes: UnsafeRawBufferPointer, depth: Int = 0) {
         self.base = bytes.baseAddress
         self.index = 0
@@ -38,7 +43,7 @@ package struct ProtoReader {
     package var remaining: Int { end - index }
 
     /// The next field's number and wire type, or nil at the end.
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func nextField() throws(Malformed) -> (number: Int, wireType: UInt64)? {
         guard index < end else { return nil }
         let key = try varint()
@@ -47,7 +52,7 @@ package struct ProtoReader {
         return (Int(number), key & 7)
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func varint() throws(Malformed) -> UInt64 {
         guard let base else { throw Malformed("truncated varint") }
         var value: UInt64 = 0
@@ -63,6 +68,7 @@ package struct ProtoReader {
         throw Malformed(shift >= 70 ? "varint longer than 10 bytes" : "truncated varint")
     }
 
+    @inlinable
     package mutating func fixed64() throws(Malformed) -> UInt64 {
         guard let base, end - index >= 8 else { throw Malformed("truncated fixed64") }
         let value = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
@@ -71,7 +77,7 @@ package struct ProtoReader {
     }
 
     /// The bytes of a length-delimited field, valid as long as the reader's.
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func lengthDelimited() throws(Malformed) -> UnsafeRawBufferPointer {
         let length = try varint()
         guard length <= UInt64(end - index), let base else {
@@ -84,6 +90,7 @@ package struct ProtoReader {
     }
 
     /// Skips a field of a number this side does not know.
+    @inlinable
     package mutating func skip(_ wireType: UInt64) throws(Malformed) {
         switch wireType {
         case 0: _ = try varint()
@@ -120,7 +127,7 @@ package struct ProtoReader {
     }
 
     /// A sint64's value from its varint.
-    @inline(__always)
+    @inlinable @inline(__always)
     package static func zigZag(_ raw: UInt64) -> Int64 {
         Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
     }
@@ -167,7 +174,9 @@ protocol WireMessage {
 
 /// UTF-8 validation (RFC 3629: no overlongs, no surrogates, nothing past U+10FFFF), with a
 /// fast path for ASCII, which most keys and values are.
+@usableFromInline
 package enum UTF8Validation {
+    @usableFromInline
     package static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var i = 0
         let n = bytes.count

@@ -81,12 +81,11 @@ extension ProtoWriter {
     /// The members of `dictionary`: the bytes `Baton_V1_Dictionary(dictionary)` encodes to.
     package mutating func members(of dictionary: ValueDictionary) {
         for (key, value) in dictionary {
-            var key = key
-            _ = key.withUTF8 { utf8 in
-                member(key: UnsafeRawBufferPointer(utf8)) { w in
-                    w.value(value)
-                    return true
-                }
+            tag(1, .lengthDelimited)
+            lengthPrefixed { w in
+                w.string(1, key)
+                w.tag(2, .lengthDelimited)
+                w.lengthPrefixed { $0.value(value) }
             }
         }
     }

@@ -120,6 +120,12 @@ package struct ProtoWriter: ~Copyable {
 
     mutating func presentString(_ field: Int, _ value: String) {
         tag(field, .lengthDelimited)
+        // Native strings, small ones included, lend their bytes without a copy.
+        let lent: Void? = value.utf8.withContiguousStorageIfAvailable { bytes in
+            varint(UInt64(bytes.count))
+            raw(UnsafeRawBufferPointer(bytes))
+        }
+        guard lent == nil else { return }
         var value = value
         value.withUTF8 { bytes in
             varint(UInt64(bytes.count))

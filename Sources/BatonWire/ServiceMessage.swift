@@ -5,13 +5,14 @@ import BatonCore
 /// reads it straight into that form with ``read(into:)``; otherwise Values, or why the message
 /// breaks the rules (then the request is answered `failure` and the connection lives on).
 public struct ServiceMessage: Sendable, Equatable {
-    private enum Storage: Sendable {
+    @usableFromInline
+    enum Storage: Sendable {
         /// The fields of a `Dictionary` message, checked by ``ValueReader`` in strict mode.
         case checked([UInt8])
         case converted(Result<ValueDictionary, ValueError>)
     }
 
-    private let storage: Storage
+    @usableFromInline let storage: Storage
 
     /// A message of these Values.
     public init(_ values: ValueDictionary) {
@@ -43,7 +44,7 @@ public struct ServiceMessage: Sendable, Equatable {
             return result
         case .checked(let bytes):
             var builder = ValueBuilder()
-            let outcome = bytes.withUnsafeBytes { try? ValueReader.read(dictionary: $0, into: &builder) }
+            let outcome = bytes.withUnsafeBytes { try? ValueReader.read(dictionary: $0, into: &builder, mode: .trusted) }
             precondition(outcome == .read, "checked message fields no longer read")
             return .success(builder.dictionary)
         }
@@ -51,9 +52,10 @@ public struct ServiceMessage: Sendable, Equatable {
 
     /// Reads the message into `sink` when it is still in its checked bytes: true when read,
     /// false when the sink gave up; nil (nothing read) when it holds Values instead.
+    @inlinable
     package func read<S: ValueSink>(into sink: inout S) -> Bool? {
         guard case .checked(let bytes) = storage else { return nil }
-        let outcome = bytes.withUnsafeBytes { try? ValueReader.read(dictionary: $0, into: &sink) }
+        let outcome = bytes.withUnsafeBytes { try? ValueReader.read(dictionary: $0, into: &sink, mode: .trusted) }
         return outcome == .read
     }
 

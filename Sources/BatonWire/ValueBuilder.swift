@@ -7,10 +7,12 @@ import BatonCore
 
 /// A ``ValueSink`` that builds ``Value``s: the message ``ValueReader`` reads, as Swift sees it.
 package struct ValueBuilder: ValueSink {
-    /// Dictionaries and arrays being built, innermost last.
-    private var dictionaries: [ValueDictionary] = []
-    private var arrays: [[Value]] = []
-    private var keys: [String] = []
+    /// A dictionary being built, and the key of the member whose value is being read.
+    package struct Members {
+        var dictionary: ValueDictionary
+        var key: String?
+    }
+
     /// The value read last, waiting for the member or element it belongs to; at the end,
     /// what was read.
     private var last: Value?
@@ -26,36 +28,34 @@ package struct ValueBuilder: ValueSink {
     /// The value read, after reading one on its own.
     package var value: Value? { last }
 
-    package mutating func beginDictionary(count: Int) -> Bool {
-        dictionaries.append(ValueDictionary(minimumCapacity: count))
-        return true
+    package func beginDictionary(count: Int) -> Members? {
+        Members(dictionary: ValueDictionary(minimumCapacity: count))
     }
 
-    package mutating func key(_ utf8: UnsafeRawBufferPointer) {
-        keys.append(String(decoding: utf8, as: UTF8.self))
+    package func key(_ utf8: UnsafeRawBufferPointer, in members: inout Members) {
+        members.key = String(decoding: utf8, as: UTF8.self)
     }
 
-    package mutating func endMember() {
-        dictionaries[dictionaries.count - 1].appendUnchecked(keys.removeLast(), take())
+    package mutating func endMember(of members: inout Members) {
+        members.dictionary.appendUnchecked(members.key.take() ?? "", take())
     }
 
-    package mutating func endDictionary() {
-        last = .dictionary(dictionaries.removeLast())
+    package mutating func endDictionary(_ members: consuming Members) {
+        last = .dictionary(members.dictionary)
     }
 
-    package mutating func beginArray(count: Int) -> Bool {
+    package func beginArray(count: Int) -> [Value]? {
         var items: [Value] = []
         items.reserveCapacity(count)
-        arrays.append(items)
-        return true
+        return items
     }
 
-    package mutating func endElement(_ index: Int) {
-        arrays[arrays.count - 1].append(take())
+    package mutating func endElement(_ index: Int, of items: inout [Value]) {
+        items.append(take())
     }
 
-    package mutating func endArray() {
-        last = .array(arrays.removeLast())
+    package mutating func endArray(_ items: consuming [Value]) {
+        last = .array(items)
     }
 
     package mutating func string(_ utf8: UnsafeRawBufferPointer) { last = .string(String(decoding: utf8, as: UTF8.self)) }
@@ -67,7 +67,6 @@ package struct ValueBuilder: ValueSink {
     package mutating func bytes(_ bytes: UnsafeRawBufferPointer) { last = .bytes([UInt8](bytes)) }
 
     private mutating func take() -> Value {
-        defer { last = nil }
-        return last!
+        last.take()!
     }
 }

@@ -11,20 +11,27 @@ import BatonCore
 /// except where proto3 would merge: a field of an entry or a value seen twice. Those messages
 /// come back ``Outcome/odd``; ``values(ofDictionary:path:)`` then reads them as the generated
 /// types would and writes them out again in the common form first.
+@usableFromInline
 package enum ValueReader {
     /// Value's nesting limit (``Value/validate(path:maxDepth:)`` applies the same).
+    @usableFromInline
     package static let maxDepth = 64
 
     /// How much to check.
+    @usableFromInline
     package enum Mode: Sendable {
         /// Every rule; a message that breaks one stops the read (``Outcome/broken``).
         case strict
         /// Only what makes a value unreadable (no kind, a UUID not of 16 bytes): mixed arrays,
         /// repeated keys and deep nesting are read as they come, for `validate` to name.
         case lenient
+        /// Bytes that passed a strict read already (a ``ServiceMessage``'s checked bytes):
+        /// nothing is checked again, not even UTF-8.
+        case trusted
     }
 
     /// How a read ended.
+    @usableFromInline
     package enum Outcome: Sendable, Equatable {
         /// Everything went to the sink.
         case read
@@ -44,19 +51,21 @@ package enum ValueReader {
     ///
     /// - Throws: ``ProtoReader/Malformed`` for bytes that are not protobuf, text that is not
     ///   UTF-8, or nesting past ``ProtoReader/maxDepth``: the frame is malformed.
+    @inlinable
     package static func read<S: ValueSink>(
         dictionary bytes: UnsafeRawBufferPointer, into sink: inout S, mode: Mode = .strict, path: String = "message",
         units: Int = 2
     ) throws(ProtoReader.Malformed) -> Outcome {
-        var walker = Walker(strict: mode == .strict)
+        var walker = Walker(mode)
         return try outcome(path: path) { () throws(Stop) in try walker.dictionary(bytes, depth: 0, units: units, into: &sink) }
     }
 
     /// Reads the fields of one `Value` message into `sink`, as ``read(dictionary:into:mode:path:units:)``.
+    @inlinable
     package static func read<S: ValueSink>(
         value bytes: UnsafeRawBufferPointer, into sink: inout S, mode: Mode = .strict, path: String = "value", units: Int = 1
     ) throws(ProtoReader.Malformed) -> Outcome {
-        var walker = Walker(strict: mode == .strict)
+        var walker = Walker(mode)
         return try outcome(path: path) { () throws(Stop) in _ = try walker.value(bytes, depth: 0, units: units, into: &sink) }
     }
 
@@ -103,7 +112,8 @@ package enum ValueReader {
     }
 
     /// How `walk` ended.
-    private static func outcome(path: String, _ walk: () throws(Stop) -> Void) throws(ProtoReader.Malformed) -> Outcome {
+    @usableFromInline
+    static func outcome(path: String, _ walk: () throws(Stop) -> Void) throws(ProtoReader.Malformed) -> Outcome {
         do throws(Stop) {
             try walk()
             return .read
@@ -131,14 +141,16 @@ package enum ValueReader {
 }
 
 /// A place inside a message, collected innermost first on the way out of a failed read.
-private enum Step {
+@usableFromInline
+enum Step: Sendable {
     case key(String)
     /// 1-based.
     case index(Int)
 }
 
 /// Why a walk stopped.
-private enum Stop: Error {
+@usableFromInline
+enum Stop: Error {
     case malformed(ProtoReader.Malformed)
     case gaveUp
     case broken
@@ -146,6 +158,7 @@ private enum Stop: Error {
     case invalid(reason: String, steps: [Step])
 
     /// The same stop, one step further out.
+    @usableFromInline
     func below(_ step: Step) -> Stop {
         guard case .invalid(let reason, let steps) = self else { return self }
         return .invalid(reason: reason, steps: steps + [step])
@@ -153,9 +166,28 @@ private enum Stop: Error {
 }
 
 /// Value's field numbers (Protocol/baton.proto), with the wire type each must have.
-private enum Kind: Int {
-    case string = 1, int, double, bool, date, uuid, bytes, array, dictionary
+@usableFromInline
+enum Kind {
+    case string, int, double, bool, date, uuid, bytes, array, dictionary
 
+    /// The kind of Value field `number`.
+    @inlinable
+    init?(field number: Int) {
+        switch number {
+        case 1: self = .string
+        case 2: self = .int
+        case 3: self = .double
+        case 4: self = .bool
+        case 5: self = .date
+        case 6: self = .uuid
+        case 7: self = .bytes
+        case 8: self = .array
+        case 9: self = .dictionary
+        default: return nil
+        }
+    }
+
+    @inlinable
     var wireType: UInt64 {
         switch self {
         case .int, .bool, .date: 0
@@ -165,11 +197,23 @@ private enum Kind: Int {
     }
 }
 
-private struct Walker {
-    let strict: Bool
+// Inlinable, so that a sink of another module (a Lua table's) gets the walk specialized for
+// it: unspecialized, the walk looks up generic metadata at every step.
+@usableFromInline
+struct Walker {
+    /// Whether every Value rule is checked.
+    @usableFromInline let strict: Bool
+    /// Whether text is checked to be UTF-8 (everywhere but in trusted bytes).
+    @usableFromInline let checksText: Bool
 
-    @inline(__always)
-    private func proto<T>(_ body: () throws(ProtoReader.Malformed) -> T) throws(Stop) -> T {
+    @inlinable
+    init(_ mode: ValueReader.Mode) {
+        strict = mode == .strict
+        checksText = mode != .trusted
+    }
+
+    @inlinable @inline(__always)
+    func proto<T>(_ body: () throws(ProtoReader.Malformed) -> T) throws(Stop) -> T {
         do throws(ProtoReader.Malformed) {
             return try body()
         } catch {
@@ -178,12 +222,16 @@ private struct Walker {
     }
 
     /// `units`: the Dictionary message's nesting, as protobuf parsers count it.
+    @inlinable
     mutating func dictionary<S: ValueSink>(_ bytes: UnsafeRawBufferPointer, depth: Int, units: Int, into sink: inout S) throws(Stop) {
         if strict, depth >= ValueReader.maxDepth { throw .broken }
         try nest(units)
-        let count = try proto { () throws(ProtoReader.Malformed) in try Self.count(bytes) }
-        guard sink.beginDictionary(count: count) else { throw .gaveUp }
-        try withUnsafeTemporaryAllocation(of: UnsafeRawBufferPointer.self, capacity: max(count, 1)) { keys throws(Stop) in
+        let count = S.needsCounts ? try proto { () throws(ProtoReader.Malformed) in try Self.count(bytes) } : 0
+        guard var members = sink.beginDictionary(count: count) else { throw .gaveUp }
+        // The keys, for the check that none repeats: without the count, room for as many as
+        // the bytes could hold (an entry takes 2 bytes at least).
+        let room = strict ? max(S.needsCounts ? count : bytes.count / 2, 1) : 1
+        try withUnsafeTemporaryAllocation(of: UnsafeRawBufferPointer.self, capacity: room) { keys throws(Stop) in
             var n = 0
             var r = ProtoReader(bytes)
             while let f = try proto({ () throws(ProtoReader.Malformed) in try r.nextField() }) {
@@ -192,18 +240,21 @@ private struct Walker {
                     continue
                 }
                 let entryBytes = try proto { () throws(ProtoReader.Malformed) in try r.lengthDelimited() }
-                let key = try entry(entryBytes, depth: depth, units: units + 1, into: &sink)
-                keys[n] = key
-                n += 1
+                let key = try entry(entryBytes, depth: depth, units: units + 1, into: &sink, members: &members)
+                if strict {
+                    keys[n] = key
+                    n += 1
+                }
             }
             if strict, Self.hasRepeatedKey(UnsafeBufferPointer(rebasing: keys[..<n])) { throw .broken }
         }
-        sink.endDictionary()
+        sink.endDictionary(members)
     }
 
     /// One entry; returns its key's bytes.
-    private mutating func entry<S: ValueSink>(
-        _ bytes: UnsafeRawBufferPointer, depth: Int, units: Int, into sink: inout S
+    @inlinable
+    mutating func entry<S: ValueSink>(
+        _ bytes: UnsafeRawBufferPointer, depth: Int, units: Int, into sink: inout S, members: inout S.DictionaryState
     ) throws(Stop) -> UnsafeRawBufferPointer {
         try nest(units)
         var key: UnsafeRawBufferPointer? = nil
@@ -227,19 +278,20 @@ private struct Walker {
         }
         // proto3 leaves an empty key out.
         let keyBytes = key ?? UnsafeRawBufferPointer(start: nil, count: 0)
-        guard UTF8Validation.isValid(keyBytes) else { throw .malformed(ProtoReader.Malformed("field 1 is not valid UTF-8")) }
-        sink.key(keyBytes)
+        guard !checksText || UTF8Validation.isValid(keyBytes) else { throw .malformed(ProtoReader.Malformed("field 1 is not valid UTF-8")) }
+        sink.key(keyBytes, in: &members)
         do throws(Stop) {
             guard let value else { throw .invalid(reason: "value has no kind", steps: []) }
             _ = try self.value(value, depth: depth + 1, units: units + 1, into: &sink)
         } catch {
             throw error.below(.key(String(decoding: keyBytes, as: UTF8.self)))
         }
-        sink.endMember()
+        sink.endMember(of: &members)
         return keyBytes
     }
 
     /// One value; returns its kind.
+    @inlinable
     mutating func value<S: ValueSink>(
         _ bytes: UnsafeRawBufferPointer, depth: Int, units: Int, into sink: inout S
     ) throws(Stop) -> Kind {
@@ -249,7 +301,7 @@ private struct Walker {
         var payload = UnsafeRawBufferPointer(start: nil, count: 0)
         var r = ProtoReader(bytes)
         while let f = try proto({ () throws(ProtoReader.Malformed) in try r.nextField() }) {
-            guard let kind = Kind(rawValue: f.number), kind.wireType == f.wireType else {
+            guard let kind = Kind(field: f.number), kind.wireType == f.wireType else {
                 try proto { () throws(ProtoReader.Malformed) in try r.skip(f.wireType) }
                 continue
             }
@@ -265,7 +317,7 @@ private struct Walker {
         guard let found else { throw .invalid(reason: "value has no kind", steps: []) }
         switch found {
         case .string:
-            guard UTF8Validation.isValid(payload) else { throw .malformed(ProtoReader.Malformed("field 1 is not valid UTF-8")) }
+            guard !checksText || UTF8Validation.isValid(payload) else { throw .malformed(ProtoReader.Malformed("field 1 is not valid UTF-8")) }
             sink.string(payload)
         case .int: sink.int(ProtoReader.zigZag(scalar))
         case .double: sink.double(Double(bitPattern: scalar))
@@ -281,11 +333,12 @@ private struct Walker {
         return found
     }
 
-    private mutating func array<S: ValueSink>(_ bytes: UnsafeRawBufferPointer, depth: Int, units: Int, into sink: inout S) throws(Stop) {
+    @inlinable
+    mutating func array<S: ValueSink>(_ bytes: UnsafeRawBufferPointer, depth: Int, units: Int, into sink: inout S) throws(Stop) {
         if strict, depth >= ValueReader.maxDepth { throw .broken }
         try nest(units)
-        let count = try proto { () throws(ProtoReader.Malformed) in try Self.count(bytes) }
-        guard sink.beginArray(count: count) else { throw .gaveUp }
+        let count = S.needsCounts ? try proto { () throws(ProtoReader.Malformed) in try Self.count(bytes) } : 0
+        guard var elements = sink.beginArray(count: count) else { throw .gaveUp }
         var first: Kind? = nil
         var index = 0
         var r = ProtoReader(bytes)
@@ -307,14 +360,14 @@ private struct Walker {
             } else {
                 first = kind
             }
-            sink.endElement(index)
+            sink.endElement(index, of: &elements)
         }
-        sink.endArray()
+        sink.endArray(elements)
     }
 
     /// Fails as protobuf parsers do for messages nested past their limit.
-    @inline(__always)
-    private func nest(_ units: Int) throws(Stop) {
+    @inlinable @inline(__always)
+    func nest(_ units: Int) throws(Stop) {
         if units > ProtoReader.maxDepth {
             throw .malformed(ProtoReader.Malformed("messages nested deeper than \(ProtoReader.maxDepth)"))
         }
@@ -322,14 +375,15 @@ private struct Walker {
 
     /// Whether `f` is length-delimited, as every message field here is. A known number with
     /// another wire type is an unknown field, as protobuf's parsers take it.
-    @inline(__always)
-    private static func isMessage(_ f: (number: Int, wireType: UInt64)) -> Bool {
+    @inlinable @inline(__always)
+    static func isMessage(_ f: (number: Int, wireType: UInt64)) -> Bool {
         f.wireType == 2
     }
 
     /// How many length-delimited fields 1 `bytes` holds (a Dictionary's entries, an Array's
     /// elements).
-    private static func count(_ bytes: UnsafeRawBufferPointer) throws(ProtoReader.Malformed) -> Int {
+    @usableFromInline
+    static func count(_ bytes: UnsafeRawBufferPointer) throws(ProtoReader.Malformed) -> Int {
         var r = ProtoReader(bytes)
         var n = 0
         while let f = try r.nextField() {
@@ -340,17 +394,25 @@ private struct Walker {
     }
 
     /// Whether two keys are equal: pairwise for the usual handful, sorted beyond.
-    private static func hasRepeatedKey(_ keys: UnsafeBufferPointer<UnsafeRawBufferPointer>) -> Bool {
+    @usableFromInline
+    static func hasRepeatedKey(_ keys: UnsafeBufferPointer<UnsafeRawBufferPointer>) -> Bool {
         let n = keys.count
         if n < 2 { return false }
         if n <= 16 {
             for i in 1..<n {
-                for j in 0..<i where keys[i].elementsEqual(keys[j]) { return true }
+                for j in 0..<i where same(keys[i], keys[j]) { return true }
             }
             return false
         }
         let sorted = keys.sorted { a, b in a.lexicographicallyPrecedes(b) }
-        for i in 1..<n where sorted[i].elementsEqual(sorted[i - 1]) { return true }
+        for i in 1..<n where same(sorted[i], sorted[i - 1]) { return true }
         return false
+    }
+
+    @inline(__always)
+    private static func same(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        guard a.count == b.count else { return false }
+        guard a.count > 0, let pa = a.baseAddress, let pb = b.baseAddress else { return true }
+        return memcmp(pa, pb, a.count) == 0
     }
 }

@@ -3,22 +3,34 @@
 /// A sink never sees the wire format; the reader has already checked every rule of
 /// Protocol/baton.proto's Value (one kind per value, arrays of one kind, unique keys, UUIDs of
 /// 16 bytes, UTF-8, nesting) by the time the containers it opened are closed.
+@usableFromInline
 package protocol ValueSink {
-    /// A dictionary of `count` members starts: `count` times ``key(_:)``, one value and
-    /// ``endMember()``, then ``endDictionary()``. False gives up the whole read.
-    mutating func beginDictionary(count: Int) -> Bool
-    /// The next member's key (UTF-8); its value follows.
-    mutating func key(_ utf8: UnsafeRawBufferPointer)
-    /// The member whose key and value came last is complete.
-    mutating func endMember()
-    mutating func endDictionary()
+    /// What the sink keeps of a dictionary while its members are read (`Void` when nothing):
+    /// the reader holds it, so that a sink needs no stack of its own.
+    associatedtype DictionaryState
+    /// What the sink keeps of an array while its elements are read.
+    associatedtype ArrayState
 
-    /// An array of `count` elements starts: `count` times one value and ``endElement(_:)``,
-    /// then ``endArray()``. False gives up the whole read.
-    mutating func beginArray(count: Int) -> Bool
+    /// Whether the sink uses the counts ``beginDictionary(count:)`` and ``beginArray(count:)``
+    /// are given. One that does not (a check) gets 0, and the reader spares a pass over the
+    /// bytes. True unless the sink says otherwise.
+    static var needsCounts: Bool { get }
+
+    /// A dictionary of `count` members starts: `count` times ``key(_:in:)``, one value and
+    /// ``endMember(of:)``, then ``endDictionary(_:)``. Nil gives up the whole read.
+    mutating func beginDictionary(count: Int) -> DictionaryState?
+    /// The next member's key (UTF-8); its value follows.
+    mutating func key(_ utf8: UnsafeRawBufferPointer, in dictionary: inout DictionaryState)
+    /// The member whose key and value came last is complete.
+    mutating func endMember(of dictionary: inout DictionaryState)
+    mutating func endDictionary(_ dictionary: consuming DictionaryState)
+
+    /// An array of `count` elements starts: `count` times one value and
+    /// ``endElement(_:of:)``, then ``endArray(_:)``. Nil gives up the whole read.
+    mutating func beginArray(count: Int) -> ArrayState?
     /// Element `index` (1-based) is complete.
-    mutating func endElement(_ index: Int)
-    mutating func endArray()
+    mutating func endElement(_ index: Int, of array: inout ArrayState)
+    mutating func endArray(_ array: consuming ArrayState)
 
     mutating func string(_ utf8: UnsafeRawBufferPointer)
     mutating func int(_ value: Int64)
@@ -31,16 +43,22 @@ package protocol ValueSink {
     mutating func bytes(_ bytes: UnsafeRawBufferPointer)
 }
 
+extension ValueSink {
+    @inlinable
+    package static var needsCounts: Bool { true }
+}
+
 /// A sink that keeps nothing: reading into it checks a message without building it.
 package struct CheckingSink: ValueSink {
+    package static var needsCounts: Bool { false }
     package init() {}
-    package func beginDictionary(count: Int) -> Bool { true }
-    package func key(_ utf8: UnsafeRawBufferPointer) {}
-    package func endMember() {}
-    package func endDictionary() {}
-    package func beginArray(count: Int) -> Bool { true }
-    package func endElement(_ index: Int) {}
-    package func endArray() {}
+    package func beginDictionary(count: Int) -> Void? { () }
+    package func key(_ utf8: UnsafeRawBufferPointer, in dictionary: inout Void) {}
+    package func endMember(of dictionary: inout Void) {}
+    package func endDictionary(_ dictionary: consuming Void) {}
+    package func beginArray(count: Int) -> Void? { () }
+    package func endElement(_ index: Int, of array: inout Void) {}
+    package func endArray(_ array: consuming Void) {}
     package func string(_ utf8: UnsafeRawBufferPointer) {}
     package func int(_ value: Int64) {}
     package func double(_ value: Double) {}
