@@ -242,20 +242,25 @@ public final class Agent: @unchecked Sendable {
     /// still in its checked bytes goes straight into a Lua table, and a provider's plain
     /// message table straight into the response frame.
     func serve(channel: AgentConnection.ServiceChannel, message: ServiceMessage, responder: ServiceResponder) {
+        guard let provider = channel.provider else {
+            return responder.respond(ServiceReply(status: .unknown, detail: "\(channel.app) has no service \(channel.service)"))
+        }
+        // One closure per request, not one per step: this is the hot path of every channel.
+        let runtime = self.runtime
         let object = channel.conn.object
-        serveOnLoop(app: channel.app, service: channel.service, provider: channel.provider, taskName: channel.taskName,
-                    context: responder.context,
-                    pushMessage: { [runtime] lua in runtime.push(message, on: lua) }, pushConnection: { [runtime] lua in
+        let task = runtime.startTask(function: provider, name: channel.taskName, arguments: { lua in
+            runtime.push(message, on: lua)
             runtime.push(object, on: lua)
-        }, respond: { [runtime] results in
+            return 2
+        }) { result in
             // A message table goes straight into the response frame when it plainly is one.
-            guard results.count > 0 else { return false }
-            let first = results.index(1)
-            guard results.lua.type(at: first) == .table else { return false }
-            return responder.respond(source: runtime.messageSource(at: first, on: results.lua))
-        }, reply: { reply in
-            responder.respond(reply)
-        })
+            if case .success(let results) = result, results.count > 0, results.lua.type(at: results.index(1)) == .table,
+               responder.respond(source: runtime.messageSource(at: results.index(1), on: results.lua)) {
+                return
+            }
+            responder.respond(runtime.serviceReply(from: result, handler: "the provider of \(channel.service)"))
+        }
+        stop(task, when: responder.context)
     }
 
     /// How reports name a provider's task.
@@ -278,21 +283,18 @@ public final class Agent: @unchecked Sendable {
     }
 
     private func serveOnLoop(
-        app id: String, service: String, provider: LuaReference?, taskName: String, context: RequestContext? = nil,
-        pushMessage: (LuaState) -> Void, pushConnection: (LuaState) -> Void, respond: ((TaskResults) -> Bool)? = nil,
-        reply: @escaping (ServiceReply) -> Void
+        app id: String, service: String, provider: LuaReference?, taskName: String,
+        pushMessage: (LuaState) -> Void, pushConnection: (LuaState) -> Void, reply: @escaping (ServiceReply) -> Void
     ) {
         guard let provider else {
             return reply(ServiceReply(status: .unknown, detail: "\(id) has no service \(service)"))
         }
-        let task = runtime.startTask(function: provider, name: taskName, arguments: { lua in
+        runtime.startTask(function: provider, name: taskName, arguments: { lua in
             pushMessage(lua)
             pushConnection(lua)
             return 2
         }) { [runtime] result in
-            if let respond, case .success(let results) = result, respond(results) { return }
             reply(runtime.serviceReply(from: result, handler: "the provider of \(service)"))
         }
-        stop(task, when: context)
     }
 }

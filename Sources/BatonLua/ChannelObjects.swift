@@ -45,7 +45,8 @@ public final class ChannelObjects: @unchecked Sendable {
     }
 
     /// Weak: a channel may close (its connection ending) after the run, and the runtime, are gone.
-    private weak var runtime: LuaRuntime?
+    private weak var handle: LuaRuntime.Handle?
+    private var runtime: LuaRuntime? { handle?.runtime }
     private let eventLoop: any EventLoop
     private let keepsRunAlive: Bool
     private var entries: [Int: Entry] = [:]
@@ -57,7 +58,7 @@ public final class ChannelObjects: @unchecked Sendable {
     /// open (a script's channel does; an agent's lives as long as its client). Makes the
     /// metatable; call on the loop.
     public init(runtime: LuaRuntime, keepsRunAlive: Bool) {
-        self.runtime = runtime
+        self.handle = runtime.handle
         self.eventLoop = runtime.eventLoop
         self.keepsRunAlive = keepsRunAlive
         let lua = runtime.state

@@ -86,6 +86,18 @@ public final class LuaRuntime: @unchecked Sendable {
         limits.deallocate()
     }
 
+    /// Stands for the runtime in objects that may outlive it and must then do nothing: they
+    /// keep it weakly. A weak reference to the runtime itself would put every retain and
+    /// release of the runtime, a few per request served, on the runtime's slow path.
+    package final class Handle {
+        /// Valid while the handle is: only the runtime holds it strongly.
+        package unowned(unsafe) let runtime: LuaRuntime
+        init(_ runtime: LuaRuntime) { self.runtime = runtime }
+    }
+
+    /// This runtime's ``Handle``.
+    package private(set) lazy var handle = Handle(self)
+
     /// Loads and runs a script to its end on `loop`.
     ///
     /// `arguments` become the script's `...` and `arg[1...]`; `arg[0]` is the script's name;

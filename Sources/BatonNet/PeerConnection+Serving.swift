@@ -6,13 +6,14 @@ import NIOCore
 extension PeerConnection {
     /// Hands a request of the peer to whoever serves it, with its ``RequestContext``.
     func serve(_ frame: Frame) {
+        // Requests on channels, the hot ones, first.
+        if case .serviceRequest(let channel, let id, let message, let timeout) = frame {
+            return serve(message, on: channel, requestID: id, timeout: timeout)
+        }
         guard let head = RequestHead(frame), let id = frame.requestID, let timeout = frame.timeout else {
             preconditionFailure("\(frame) is not a request")
         }
-        let wait = timeout > 0 ? TimeAmount.milliseconds(Int64(timeout)) : timing.requestTimeout
-        let context = RequestContext(deadline: eventLoop.now + wait)
-        inFlight[id] = InFlight(head: head, context: context, timeout: wait)
-        armDeadlines(context.deadline)
+        let context = track(head, timeout: timeout)
         let delegate = self.delegate ?? RefusingDelegate.shared
         switch frame {
         case .describeRequest:
@@ -29,15 +30,29 @@ extension PeerConnection {
                 if answer.status == .success, let handler = answer.handler, isOpen { multiplexer.open(channel, handler: handler) }
                 return .openServiceResponse(requestID: id, status: answer.status, detail: answer.detail)
             }
-        case .serviceRequest(let channel, _, let message, _):
-            guard let handler = multiplexer.handler(of: channel) else { return answer(refusal(head, .channelNotOpen)) }
-            let responder = ServiceResponder(connection: self, channelID: channel, requestID: id, context: context)
-            handler.channel(channel, of: self, request: message, responder: responder)
         case .joinRequest(_, let request, _):
             answer(delegate.connection(self, join: request, context: context), to: frame) { .joinResponse(requestID: id, $0) }
         default:
             preconditionFailure("\(frame) is not a request")
         }
+    }
+
+    /// A ServiceRequest: to the handler of its channel.
+    private func serve(_ message: ServiceMessage, on channel: UInt64, requestID id: UInt64, timeout: UInt32) {
+        let head = RequestHead(kind: .service, requestID: id, channelID: channel)
+        let context = track(head, timeout: timeout)
+        guard let handler = multiplexer.handler(of: channel) else { return answer(refusal(head, .channelNotOpen)) }
+        handler.channel(channel, of: self, request: message, responder: ServiceResponder(connection: self, channelID: channel, requestID: id, context: context))
+    }
+
+    /// Keeps the request `head` as in flight until its answer, by the deadline its `timeout`
+    /// (ms, 0: none given) sets; returns its context.
+    private func track(_ head: RequestHead, timeout: UInt32) -> RequestContext {
+        let wait = timeout > 0 ? TimeAmount.milliseconds(Int64(timeout)) : timing.requestTimeout
+        let context = RequestContext(deadline: eventLoop.now + wait)
+        inFlight[head.requestID] = InFlight(head: head, context: context, timeout: wait)
+        armDeadlines(context.deadline)
+        return context
     }
 
     private func refusal(_ head: RequestHead, _ why: Refusal) -> Frame {
@@ -79,10 +94,11 @@ extension PeerConnection {
     /// Answers a ServiceRequest `success` with the message `source` writes; false, answering
     /// nothing, when `source` gives up.
     func answer(channelID: UInt64, requestID: UInt64, source: some MessageSource) -> Bool {
-        guard inFlight[requestID] != nil else { return true }
+        guard let entry = inFlight.removeValue(forKey: requestID) else { return true }
         guard session.isOpen || session.phase == .draining else {
             // Nobody to tell any more.
-            answer(.serviceResponse(channelID: channelID, requestID: requestID, reply: ServiceReply(status: .unknown)))
+            entry.context.finish()
+            send(answer: .serviceResponse(channelID: channelID, requestID: requestID, reply: ServiceReply(status: .unknown)))
             return true
         }
         var gaveUp = false
@@ -90,16 +106,20 @@ extension PeerConnection {
             gaveUp = try !FrameEncoder.encodeServiceResponse(
                 channelID: channelID, requestID: requestID, source: source, into: &out, maxFrameSize: limit)
         }
-        guard !gaveUp else { return false }
-        let written = Frame.serviceResponse(channelID: channelID, requestID: requestID, reply: ServiceReply(status: .success))
+        guard !gaveUp else {
+            // Still to be answered, the usual way.
+            inFlight[requestID] = entry
+            return false
+        }
+        entry.context.finish()
         guard case .frameTooLarge(let size, let limit)? = problem else {
-            inFlight.removeValue(forKey: requestID)?.context.finish()
             _ = session.answered()
             if session.isDrained { drained?() }
             return true
         }
         // The too-large answer takes its place, counted once.
-        answer(SessionStateMachine.fallback(for: written, size: size, limit: limit)!)
+        let written = Frame.serviceResponse(channelID: channelID, requestID: requestID, reply: ServiceReply(status: .success))
+        send(answer: SessionStateMachine.fallback(for: written, size: size, limit: limit)!)
         return true
     }
 

@@ -9,7 +9,9 @@ public final class RequestContext: @unchecked Sendable {
     public let deadline: NIODeadline
     /// Whether the request was given up: its deadline passed, or its connection ended.
     public private(set) var isCancelled = false
-    private var cancellations: [() -> Void] = []
+    /// What runs when it is given up: usually one handler, kept without an array.
+    private var cancellation: (() -> Void)?
+    private var moreCancellations: [() -> Void] = []
 
     /// A request due by `deadline`.
     public init(deadline: NIODeadline) {
@@ -20,20 +22,26 @@ public final class RequestContext: @unchecked Sendable {
     /// request is answered.
     public func whenCancelled(_ body: @escaping () -> Void) {
         if isCancelled { return body() }
-        cancellations.append(body)
+        if cancellation == nil {
+            cancellation = body
+        } else {
+            moreCancellations.append(body)
+        }
     }
 
     /// Gives the request up: its cancellation handlers run, once.
     func cancel() {
         guard !isCancelled else { return }
         isCancelled = true
-        let handlers = cancellations
-        cancellations = []
-        for handler in handlers { handler() }
+        let first = cancellation, rest = moreCancellations
+        finish()
+        first?()
+        for handler in rest { handler() }
     }
 
     /// The request was answered: nothing is run for it any more.
     func finish() {
-        cancellations = []
+        cancellation = nil
+        moreCancellations = []
     }
 }

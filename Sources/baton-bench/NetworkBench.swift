@@ -273,6 +273,24 @@ func rawPingPong(size: Int, count: Int, polling: Bool) throws -> [Double] {
     return times
 }
 
+/// Pipelined requests alone, a million of them, for profiling.
+func pipelinedBench(baton: String) throws {
+    let agent = try AgentProcess(baton: baton, insecure: true)
+    defer { agent.stop() }
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let loop = group.next()
+    let driver = try RequestDriver.echo(BatonClient(eventLoop: loop), at: agent.address, message: benchMessage, loop: loop)
+    let throughput = try driver.pipelined(total: 1_000_000, window: 64)
+    row("pipelined, 1 connection, 64 in flight", "\(Int(throughput)) msg/s", "", "", nil)
+    driver.channel.close()
+}
+
+/// About 100 bytes on the wire.
+let benchMessage: ValueDictionary = [
+    "Type": .string("ping"), "TargetId": .string("8e1f1a1c-3d7b-4e55-9d6c-0a1b2c3d4e5f"),
+    "CreationDate": .date(Date()), "position": .double(83.5), "note": .string("a hundred bytes or so"),
+]
+
 /// Runs every network figure and prints its rows.
 /// `requestsOnly` (profiling runs) stops after the request/response figures; the environment's
 /// BATON_BENCH_SCALE (default 1) divides their counts.
@@ -284,11 +302,7 @@ func networkBench(baton: String, requestsOnly: Bool = false) throws {
     let loop = group.next()
     // Plaintext (--insecure) for the figures issue 3 set; TLS's own figures follow beside them.
     let client = BatonClient(eventLoop: loop)
-    // About 100 bytes on the wire.
-    let message: ValueDictionary = [
-        "Type": .string("ping"), "TargetId": .string("8e1f1a1c-3d7b-4e55-9d6c-0a1b2c3d4e5f"),
-        "CreationDate": .date(Date()), "position": .double(83.5), "note": .string("a hundred bytes or so"),
-    ]
+    let message = benchMessage
     let driver = try RequestDriver.echo(client, at: agent.address, message: message, loop: loop)
     let channel = driver.channel
     let rtt = try driver.measuredRoundTrips(20000 / scale)

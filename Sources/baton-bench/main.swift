@@ -131,11 +131,17 @@ let batonPath = args.count > 1 ? args[1] : "baton"
 let emptyScript = args.count > 2 ? args[2] : "/dev/null"
 
 // For profiling runs only: BATON_BENCH_ONLY=requests measures the request/response figures
-// alone (no in-process figures, no launch or memory rows). The default runs everything.
-let onlyRequests = ProcessInfo.processInfo.environment["BATON_BENCH_ONLY"] == "requests"
-if onlyRequests {
+// alone (no in-process figures, no launch or memory rows); BATON_BENCH_ONLY=pipelined, only
+// pipelined requests, for long enough to profile. The default runs everything.
+switch ProcessInfo.processInfo.environment["BATON_BENCH_ONLY"] {
+case "requests"?:
     do { try networkBench(baton: batonPath, requestsOnly: true) } catch { print("network benchmark failed: \(error)") }
     exit(0)
+case "pipelined"?:
+    do { try pipelinedBench(baton: batonPath) } catch { print("network benchmark failed: \(error)") }
+    exit(0)
+default:
+    break
 }
 
 let f = try measureInProcess()
