@@ -170,7 +170,9 @@ public final class TCPLink: ChannelInboundHandler, Link, @unchecked Sendable {
                 fail(error)
                 return
             }
-            inbound = buffer
+            // Nothing left: let the buffer go, so that whoever read it (NIO's receive buffer,
+            // NIOSSL's plaintext) reuses it rather than copying it for the next read.
+            inbound = buffer.readableBytes > 0 ? buffer : nil
             guard let event else { return }
             session.link(self, received: event)
         }
