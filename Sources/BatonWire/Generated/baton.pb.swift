@@ -73,7 +73,7 @@
 //      that); the other answers `Pong` with the same nonce. Anything received counts, not only
 //      Pong. A peer silent for 45 s gets Goodbye REASON_TIMEOUT and the connection is closed.
 //   7. Deadlines: every request carries `timeout_ms`, how long its sender will wait for the
-//      answer, counted from when the receiver reads it (0: the receiver's own limit, 60 s for
+//      answer, counted from when the receiver reads it (0: the receiver's own limit, 30 s for
 //      an agent). A sender stops waiting when its deadline passes and takes the request as
 //      answered with a timeout status, locally (a later response is ignored). The receiver
 //      answers by then at the latest: whatever was serving the request is stopped (a Lua
