@@ -294,7 +294,7 @@ let benchMessage: ValueDictionary = [
 /// Runs every network figure and prints its rows.
 /// `requestsOnly` (profiling runs) stops after the request/response figures; the environment's
 /// BATON_BENCH_SCALE (default 1) divides their counts.
-func networkBench(baton: String, requestsOnly: Bool = false) throws {
+func networkBench(baton: String, requestsOnly: Bool = false, tls: Bool = false) throws {
     let scale = requestsOnly ? max(1, Int(ProcessInfo.processInfo.environment["BATON_BENCH_SCALE"] ?? "") ?? 1) : 1
     let agent = try AgentProcess(baton: baton, insecure: true)
     defer { agent.stop() }
@@ -318,11 +318,15 @@ func networkBench(baton: String, requestsOnly: Bool = false) throws {
 
     let throughput = try driver.pipelined(total: 200_000 / scale, window: 64)
     row("pipelined, 1 connection, 64 in flight", "\(Int(throughput)) msg/s", "sequential \(Int(1e6 / p50)) msg/s", "≥ 200000/s", throughput >= 200_000)
-    if requestsOnly {
+    if requestsOnly, !tls {
         channel.close()
         return
     }
     try tlsBench(baton: baton, plain: agent.address, message: message, plaintextP50: p50, loop: loop, scale: scale)
+    if requestsOnly {
+        channel.close()
+        return
+    }
 
     // Launch with a Lua launch function.
     let launchRequest = LaunchRequest(uri: "bench:x", appID: "bench")

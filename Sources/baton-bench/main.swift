@@ -131,14 +131,17 @@ let batonPath = args.count > 1 ? args[1] : "baton"
 let emptyScript = args.count > 2 ? args[2] : "/dev/null"
 
 // For profiling runs only: BATON_BENCH_ONLY=requests measures the request/response figures
-// alone (no in-process figures, no launch or memory rows); BATON_BENCH_ONLY=pipelined, only
-// pipelined requests, for long enough to profile. The default runs everything.
+// alone (no in-process figures, no launch or memory rows); =tls, those and TLS's; =pipelined,
+// only pipelined requests, for long enough to profile. The default runs everything.
 switch ProcessInfo.processInfo.environment["BATON_BENCH_ONLY"] {
 case "requests"?:
     do { try networkBench(baton: batonPath, requestsOnly: true) } catch { print("network benchmark failed: \(error)") }
     exit(0)
 case "pipelined"?:
     do { try pipelinedBench(baton: batonPath) } catch { print("network benchmark failed: \(error)") }
+    exit(0)
+case "tls"?:
+    do { try networkBench(baton: batonPath, requestsOnly: true, tls: true) } catch { print("network benchmark failed: \(error)") }
     exit(0)
 default:
     break
@@ -156,6 +159,9 @@ let sleep0 = f["sleep0"]! * us
 row("async round trip: baton.sleep(0)", "\(fmt(sleep0, 2)) µs", "Lua → Lua call \(fmt(lua / 1000, 3)) µs", "≤ 2 µs", sleep0 <= 2)
 let message = f["message"]! * us, copy = f["lua_copy"]! * us
 row("Lua → Value → Lua, \(Int(f["message_bytes"]!)) B message", "\(fmt(message, 2)) µs", "deep copy in Lua \(fmt(copy, 2)) µs", "≤ 2 µs", message <= 2)
+let formats = formatFigures()
+row("JSON → tree, the same message", "\(fmt(formats.json / 1000, 2)) µs", "Foundation JSONSerialization \(fmt(formats.foundationJSON / 1000, 2)) µs", "", nil)
+row("ISO 8601 timestamp → Date", "\(fmt(formats.iso)) ns", "Foundation ISO8601FormatStyle \(fmt(formats.foundationISO)) ns", "", nil)
 if let b = coldStart([batonPath, "run", emptyScript]) {
     let l = coldStart(["lua5.4", emptyScript])
     row("cold start: baton run empty.lua (median of 40)", "\(fmt(b)) ms", l.map { "lua5.4 empty.lua \(fmt($0)) ms" } ?? "lua5.4 not found", "≤ 25 ms", b <= 25)
