@@ -3,7 +3,8 @@ import NIOCore
 /// Splits a byte stream into frames (Protocol/baton.proto, FRAMING): an unsigned varint length,
 /// then that many bytes of one serialized `Frame`.
 ///
-/// Use it as `ByteToMessageHandler(FrameDecoder(limits:))`; it fires ``FrameEvent``s. A frame
+/// ``decode(buffer:)`` takes one ``FrameEvent`` at a time off the front of a buffer (a link
+/// calls it directly; `ByteToMessageHandler(FrameDecoder(limits:))` works too). A frame
 /// over ``FrameLimits/maxFrameSize`` is never buffered: once its first 64 bytes are here it
 /// fires ``FrameEvent/oversized(_:)`` with what they show, then discards the rest of its
 /// payload as it arrives. Anything that breaks the framing rules throws
