@@ -86,6 +86,7 @@ public final class Agent: @unchecked Sendable {
 
     /// Applies command-line overrides of the configured name and kind. Call on the loop.
     public func override(name: String?, kind: DeviceKind?) {
+        runtime.eventLoop.preconditionInEventLoop()
         if let name { configuration.device.name = name }
         if let kind { configuration.device.kind = kind }
     }

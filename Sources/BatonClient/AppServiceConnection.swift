@@ -82,6 +82,7 @@ public final class AppServiceConnection: ServiceChannelHandler, @unchecked Senda
     // MARK: ServiceChannelHandler
 
     public func channel(_ channelID: UInt64, of connection: PeerConnection, request message: ServiceMessage, responder: ServiceResponder) {
+        connection.eventLoop.assertInEventLoop()
         guard let onRequest else {
             return responder.respond(ServiceReply(status: .failure, detail: "the client does not answer requests on this channel"))
         }
@@ -99,6 +100,7 @@ public final class AppServiceConnection: ServiceChannelHandler, @unchecked Senda
     }
 
     public func channelClosed(_ channelID: UInt64, status: ClosedStatus) {
+        connection.eventLoop.assertInEventLoop()
         closed(status)
     }
 

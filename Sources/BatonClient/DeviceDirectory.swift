@@ -127,13 +127,15 @@ public final class DeviceDirectory: @unchecked Sendable {
 
     /// Devices that pass `filter`, sorted by name then id.
     public func devices(matching filter: DeviceFilter = DeviceFilter()) -> [RemoteDevice] {
-        entries.values.compactMap(\.device).filter { filter.matches($0, account: account) }
+        eventLoop.preconditionInEventLoop()
+        return entries.values.compactMap(\.device).filter { filter.matches($0, account: account) }
             .sorted { ($0.info.name, $0.info.id) < ($1.info.name, $1.info.id) }
     }
 
     /// The device with `id`, if known.
     public func device(id: String) -> RemoteDevice? {
-        entries[id]?.device ?? entries.first { $0.key.lowercased() == id.lowercased() }?.value.device
+        eventLoop.preconditionInEventLoop()
+        return entries[id]?.device ?? entries.first { $0.key.lowercased() == id.lowercased() }?.value.device
     }
 
     /// How to reach `device` now: its id and every route the sources know.
@@ -177,6 +179,7 @@ public final class DeviceDirectory: @unchecked Sendable {
 
     /// Ends a watch; its handler is not called again.
     public func unwatch(_ watch: Watch) {
+        eventLoop.preconditionInEventLoop()
         watchers[watch.id] = nil
     }
 
@@ -192,6 +195,7 @@ public final class DeviceDirectory: @unchecked Sendable {
     /// once enumeration is over, so a second device of the same name is not missed. Nil while
     /// it may still turn up. Only devices `filter` passes count.
     public func match(_ nameOrID: String, among filter: DeviceFilter = DeviceFilter()) -> Lookup? {
+        eventLoop.preconditionInEventLoop()
         let all = devices(matching: filter)
         if let byID = all.first(where: { $0.info.id.lowercased() == nameOrID.lowercased() }) { return .found(byID) }
         guard enumerated else { return nil }

@@ -78,6 +78,7 @@ public final class ChannelObjects: @unchecked Sendable {
     /// Makes the conn table of a channel whose endpoint is `endpoint`, with `fields` (`id`,
     /// `app`, `service`, ...), owned by `owner` (closed if that task is cancelled).
     public func make(_ endpoint: Endpoint, fields: [(String, Value)], owner: LuaTaskID?) -> Channel {
+        eventLoop.preconditionInEventLoop()
         let number = nextNumber
         nextNumber += 1
         // After the run the state is gone: an object no one can reach (its reference pushes nil).
@@ -107,6 +108,7 @@ public final class ChannelObjects: @unchecked Sendable {
     /// The channel closed with `status`: runs the script's `on_closed(status)`, if it set one,
     /// and lets the object go. Does nothing for a channel already let go.
     public func closed(_ channel: Channel, status: ClosedStatus) {
+        eventLoop.preconditionInEventLoop()
         guard let runtime, let entry = entries[channel.number] else { return }
         runtime.startCallback("on_closed", of: channel.object, name: "on_closed of \(entry.service)") { lua in
             lua.push(status.rawValue)
@@ -117,6 +119,7 @@ public final class ChannelObjects: @unchecked Sendable {
 
     /// Lets the object go without a word to the script (the side closed it itself).
     public func forget(_ channel: Channel) {
+        eventLoop.preconditionInEventLoop()
         guard let entry = entries.removeValue(forKey: channel.number), let runtime else { return }
         runtime.release(entry.object)
         if keepsRunAlive { runtime.releaseKeepAlive() }
@@ -126,6 +129,7 @@ public final class ChannelObjects: @unchecked Sendable {
     /// channel: its results as a provider's are read (``LuaRuntime/serviceReply(from:handler:)``);
     /// `failure` if it set none.
     public func request(_ message: ValueDictionary, on channel: Channel, service: String) -> EventLoopFuture<ServiceReply> {
+        eventLoop.preconditionInEventLoop()
         guard let runtime else {
             return eventLoop.makeSucceededFuture(ServiceReply(status: .failure, detail: "the script has ended"))
         }
@@ -142,6 +146,7 @@ public final class ChannelObjects: @unchecked Sendable {
 
     /// Closes every channel `task` opened, as `conn:close()` would.
     public func closeAll(ownedBy task: LuaTaskID) {
+        eventLoop.preconditionInEventLoop()
         for entry in entries.values where entry.owner == task {
             entry.endpoint.close()
         }
@@ -149,6 +154,7 @@ public final class ChannelObjects: @unchecked Sendable {
 
     /// Closes every channel, as `conn:close()` would.
     public func closeAll() {
+        eventLoop.preconditionInEventLoop()
         for entry in entries.values { entry.endpoint.close() }
     }
 

@@ -110,8 +110,11 @@ public final class AgentServer: @unchecked Sendable {
         }
     }
 
-    /// How many clients are connected.
-    public var connectionCount: Int { connections.count }
+    /// How many clients are connected. Ask on the server's loop.
+    public var connectionCount: Int {
+        eventLoop.preconditionInEventLoop()
+        return connections.count
+    }
 
     /// Stops listening; lets every client's requests in flight get their answers (for up to
     /// `grace`), then says Goodbye (shutdown) — their open channels get `canceled` — and

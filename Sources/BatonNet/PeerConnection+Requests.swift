@@ -130,11 +130,15 @@ extension PeerConnection {
     /// Closes a channel from this end: the peer hears `status`; requests this end still waits
     /// for on it get `app_service_connection_closed`. Its handler is not told (this end knows).
     public func close(channel: UInt64, status: ClosedStatus = .completed) {
+        eventLoop.preconditionInEventLoop()
         guard let (_, completions) = multiplexer.close(channel) else { return }
         if isOpen || session.phase == .draining { write(.closeService(channelID: channel, status: status)) }
         for completion in completions { completion.run() }
     }
 
     /// Whether channel `id` is open.
-    public func isChannelOpen(_ id: UInt64) -> Bool { multiplexer.isOpen(id) }
+    public func isChannelOpen(_ id: UInt64) -> Bool {
+        eventLoop.preconditionInEventLoop()
+        return multiplexer.isOpen(id)
+    }
 }

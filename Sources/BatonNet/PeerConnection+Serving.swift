@@ -49,7 +49,7 @@ extension PeerConnection {
     /// (ms, 0: none given) sets; returns its context.
     private func track(_ head: RequestHead, timeout: UInt32) -> RequestContext {
         let wait = timeout > 0 ? TimeAmount.milliseconds(Int64(timeout)) : timing.requestTimeout
-        let context = RequestContext(deadline: eventLoop.now + wait)
+        let context = RequestContext(deadline: eventLoop.now + wait, on: eventLoop)
         inFlight[head.requestID] = InFlight(head: head, context: context, timeout: wait)
         armDeadlines(context.deadline)
         return context

@@ -115,6 +115,7 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
     // MARK: what the link says
 
     public func linkEstablished(_ link: any Link, peer: PeerIdentity) {
+        eventLoop.assertInEventLoop()
         peerIdentity = peer
         var hello = self.hello
         // Hello carries the revocation list only to an agent of this account.
@@ -126,6 +127,7 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
     }
 
     public func link(_ link: any Link, received event: FrameEvent) {
+        eventLoop.assertInEventLoop()
         if case .oversized(let oversized) = event {
             logger.warning("frame over the size limit", metadata: ["peer": "\(remoteDescription)", "frame": "\(oversized)"])
         }
@@ -133,6 +135,7 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
     }
 
     public func link(_ link: any Link, failed linkFailure: LinkFailure) {
+        eventLoop.assertInEventLoop()
         switch linkFailure {
         case .protocolError(let reason):
             if role == .client, !session.isOpen, trustStore == nil {
@@ -158,6 +161,7 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
     }
 
     public func linkClosed(_ link: any Link) {
+        eventLoop.assertInEventLoop()
         timer?.cancel()
         timer = nil
         deadlineTimer?.cancel()
@@ -279,6 +283,7 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
 
     /// Says goodbye with `reason` and closes.
     public func goodbye(_ reason: GoodbyeReason, _ detail: String) {
+        eventLoop.preconditionInEventLoop()
         perform(session.goodbye(reason, detail))
     }
 

@@ -7,20 +7,24 @@ import NIOCore
 public final class RequestContext: @unchecked Sendable {
     /// When the peer stops waiting.
     public let deadline: NIODeadline
+    /// The connection's loop, the only one that may touch the context.
+    public let eventLoop: any EventLoop
     /// Whether the request was given up: its deadline passed, or its connection ended.
     public private(set) var isCancelled = false
     /// What runs when it is given up: usually one handler, kept without an array.
     private var cancellation: (() -> Void)?
     private var moreCancellations: [() -> Void] = []
 
-    /// A request due by `deadline`.
-    public init(deadline: NIODeadline) {
+    /// A request due by `deadline`, served on `eventLoop`.
+    public init(deadline: NIODeadline, on eventLoop: any EventLoop) {
         self.deadline = deadline
+        self.eventLoop = eventLoop
     }
 
     /// Runs `body` when the request is given up (at once if it already is). Not run once the
     /// request is answered.
     public func whenCancelled(_ body: @escaping () -> Void) {
+        eventLoop.assertInEventLoop()
         if isCancelled { return body() }
         if cancellation == nil {
             cancellation = body
@@ -31,6 +35,7 @@ public final class RequestContext: @unchecked Sendable {
 
     /// Gives the request up: its cancellation handlers run, once.
     func cancel() {
+        eventLoop.assertInEventLoop()
         guard !isCancelled else { return }
         isCancelled = true
         let first = cancellation, rest = moreCancellations

@@ -213,6 +213,7 @@ public final class TCPLink: ChannelInboundHandler, Link, @unchecked Sendable {
     // MARK: sending
 
     public func write(limit: Int, _ encode: (inout ByteBuffer, _ limit: Int) throws(WireError) -> Void) -> WireError? {
+        eventLoop.assertInEventLoop()
         guard let context else { return .unsendableFrame("not connected") }
         // Taken out while written to, so the buffer is never copied on write.
         var buffer = outbox ?? context.channel.allocator.buffer(capacity: 256)
@@ -238,6 +239,7 @@ public final class TCPLink: ChannelInboundHandler, Link, @unchecked Sendable {
     }
 
     public func close() {
+        eventLoop.assertInEventLoop()
         sendOutbox()
         context?.close(promise: nil)
     }
