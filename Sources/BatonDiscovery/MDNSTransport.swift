@@ -33,24 +33,24 @@ public final class MDNSTransport: MDNSMessageTransport, @unchecked Sendable {
     /// The settings it was started with.
     public let configuration: Configuration
 
-    private let logger: Logger
+    let logger: Logger
     private let counters = NIOLockedValueBox(Statistics())
 
     // Everything below is touched on `eventLoop` only.
-    private var channels: [MDNSAddressFamily: any Channel] = [:]
-    private let groups: [MDNSAddressFamily: SocketAddress]
-    private let scanner: MDNSInterfaceScanner
+    var channels: [MDNSAddressFamily: any Channel] = [:]
+    let groups: [MDNSAddressFamily: SocketAddress]
+    let scanner: MDNSInterfaceScanner
     /// Usable interfaces by index: joined in at least one family.
-    private var found: [Int: MDNSInterfaceScanner.Found] = [:]
-    private var joined: [MDNSAddressFamily: Set<Int>] = [.ipv4: [], .ipv6: []]
-    package private(set) var interfaces: [MDNSInterface] = []
+    var found: [Int: MDNSInterfaceScanner.Found] = [:]
+    var joined: [MDNSAddressFamily: Set<Int>] = [.ipv4: [], .ipv6: []]
+    package internal(set) var interfaces: [MDNSInterface] = []
     private var listeners: [Int: (MDNSTransportEvent) -> Void] = [:]
     private var nextListenerID = 0
     private var rescanTask: RepeatedTask?
     private var outgoing = CircularBuffer<Outgoing>()
     private var writing = false
     private var draining = false
-    private var closed = false
+    var closed = false
     /// The sockets of one-shot queries still listening for replies, closed with the transport.
     private var oneShotChannels: [ObjectIdentifier: any Channel] = [:]
 
@@ -394,7 +394,7 @@ public final class MDNSTransport: MDNSMessageTransport, @unchecked Sendable {
         emit(.message(message))
     }
 
-    private func emit(_ event: MDNSTransportEvent) {
+    func emit(_ event: MDNSTransportEvent) {
         for (_, listener) in listeners.sorted(by: { $0.key < $1.key }) {
             listener(event)
         }
@@ -463,89 +463,5 @@ public final class MDNSTransport: MDNSMessageTransport, @unchecked Sendable {
         case .ipv6:
             return provider.setIPv6MulticastIF(CUnsignedInt(index))
         }
-    }
-
-    // MARK: - Interfaces
-
-    private func rescan() {
-        guard !closed else { return }
-        let scanned: [Int: MDNSInterfaceScanner.Found]
-        do {
-            scanned = try scanner.scan()
-        } catch {
-            logger.warning("mDNS: cannot list network interfaces", metadata: ["error": "\(error)"])
-            return
-        }
-        var events: [MDNSTransportEvent] = []
-        for (index, old) in found where scanned[index] == nil {
-            for family in MDNSAddressFamily.allCases where joined[family, default: []].contains(index) {
-                leave(family, old)
-            }
-            found[index] = nil
-            events.append(.interfaceRemoved(old.interface))
-        }
-        for (index, new) in scanned.sorted(by: { $0.key < $1.key }) {
-            let old = found[index]
-            for family in MDNSAddressFamily.allCases {
-                let wanted = device(of: family, in: new) != nil && channels[family] != nil
-                let member = joined[family, default: []].contains(index)
-                if wanted, !member {
-                    join(family, new)
-                } else if !wanted, member, let old {
-                    leave(family, old)
-                }
-            }
-            let inUse = MDNSAddressFamily.allCases.contains { joined[$0, default: []].contains(index) }
-            switch (old, inUse) {
-            case (nil, true):
-                found[index] = new
-                events.append(.interfaceAdded(new.interface))
-            case (let old?, true):
-                found[index] = new
-                if old.interface != new.interface { events.append(.interfaceChanged(new.interface)) }
-            case (let old?, false):
-                found[index] = nil
-                events.append(.interfaceRemoved(old.interface))
-            case (nil, false):
-                break
-            }
-        }
-        interfaces = found.values.map(\.interface).sorted { $0.index < $1.index }
-        for event in events {
-            logger.debug("mDNS: interface change", metadata: ["event": "\(event)"])
-            emit(event)
-        }
-    }
-
-    private func device(of family: MDNSAddressFamily, in found: MDNSInterfaceScanner.Found) -> NIONetworkDevice? {
-        family == .ipv4 ? found.ipv4Device : found.ipv6Device
-    }
-
-    private func join(_ family: MDNSAddressFamily, _ found: MDNSInterfaceScanner.Found) {
-        guard let channel = channels[family] as? any MulticastChannel, let group = groups[family],
-              let device = device(of: family, in: found) else { return }
-        let index = found.interface.index
-        // Completes at once: we are on the channel's loop.
-        channel.joinGroup(group, device: device).whenComplete { [self] result in
-            switch result {
-            case .success:
-                joined[family, default: []].insert(index)
-            case .failure(let error as IOError) where error.errnoCode == EADDRINUSE:
-                joined[family, default: []].insert(index)  // already a member
-            case .failure(let error):
-                logger.debug(
-                    "mDNS: cannot join the group",
-                    metadata: ["interface": "\(found.interface.name)", "family": "\(family)", "error": "\(error)"])
-            }
-        }
-    }
-
-    private func leave(_ family: MDNSAddressFamily, _ found: MDNSInterfaceScanner.Found) {
-        let index = found.interface.index
-        joined[family, default: []].remove(index)
-        guard let channel = channels[family] as? any MulticastChannel, let group = groups[family],
-              let device = device(of: family, in: found) else { return }
-        // An interface that is gone has left already; the error says so and is of no interest.
-        channel.leaveGroup(group, device: device).whenFailure { _ in }
     }
 }
