@@ -22,18 +22,21 @@ extension PeerConnection {
     /// milliseconds; `completion` gets the answer, or why there is none (by `deadline`).
     private func request(
         channel: UInt64? = nil, deadline: NIODeadline?, _ make: (UInt64, UInt32) -> Frame,
-        _ completion: @escaping RequestMultiplexer.Waiter
+        _ recipient: RequestMultiplexer.Recipient
     ) {
         eventLoop.preconditionInEventLoop()
-        guard isOpen else { return completion(.failure(.closed(session.closedReason ?? "not connected"))) }
+        let tell = { (result: Result<Frame, PeerConnectionError>) in
+            RequestMultiplexer.Completion(recipient: recipient, result: result).run()
+        }
+        guard isOpen else { return tell(.failure(.closed(session.closedReason ?? "not connected"))) }
         let now = eventLoop.now
         let deadline = deadline ?? now + timing.requestTimeout
         let wait = deadline - now
-        guard wait > .zero else { return completion(.failure(.timedOut("timed out: the deadline passed before the request was sent"))) }
+        guard wait > .zero else { return tell(.failure(.timedOut("timed out: the deadline passed before the request was sent"))) }
         let id = multiplexer.makeRequestID()
         let milliseconds = UInt32(clamping: (wait.nanoseconds + 999_999) / 1_000_000)
-        if let problem = write(make(id, milliseconds)) { return completion(.failure(problem)) }
-        multiplexer.await(id, channel: channel, until: deadline, timeout: wait, completion)
+        if let problem = write(make(id, milliseconds)) { return tell(.failure(problem)) }
+        multiplexer.await(id, channel: channel, until: deadline, timeout: wait, recipient)
         armDeadlines(deadline)
     }
 
@@ -42,7 +45,7 @@ extension PeerConnection {
         deadline: NIODeadline?, _ make: (UInt64, UInt32) -> Frame, _ extract: @escaping (Frame) -> T?
     ) -> EventLoopFuture<T> {
         let promise = eventLoop.makePromise(of: T.self)
-        request(deadline: deadline, make) { result in
+        request(deadline: deadline, make, .frame { result in
             switch result {
             case .success(let frame):
                 guard let value = extract(frame) else {
@@ -52,7 +55,7 @@ extension PeerConnection {
             case .failure(let error):
                 promise.fail(error)
             }
-        }
+        })
         return promise.futureResult
     }
 
@@ -111,20 +114,8 @@ extension PeerConnection {
         guard multiplexer.isOpen(channel) else {
             return completion(ServiceReply(status: .appServiceConnectionClosed, detail: "channel \(channel) is not open"))
         }
-        request(channel: channel, deadline: deadline, { .serviceRequest(channelID: channel, requestID: $0, message: message, timeout: $1) }) { result in
-            switch result {
-            case .success(.serviceResponse(_, _, let reply)):
-                completion(reply)
-            case .success(let frame):
-                completion(ServiceReply(status: .unknown, detail: "the peer answered with \(frame)"))
-            case .failure(.tooLarge(let size, let limit)):
-                completion(ServiceReply(status: .messageSizeTooLarge, detail: "the message is \(size) bytes, over the agent's limit of \(limit)"))
-            case .failure(.timedOut(let detail)):
-                completion(ServiceReply(status: .unknown, detail: detail))
-            case .failure(let error):
-                completion(ServiceReply(status: .remoteSystemUnavailable, detail: "\(error)"))
-            }
-        }
+        request(channel: channel, deadline: deadline, { .serviceRequest(channelID: channel, requestID: $0, message: message, timeout: $1) },
+                .reply(completion))
     }
 
     /// Closes a channel from this end: the peer hears `status`; requests this end still waits
@@ -140,5 +131,24 @@ extension PeerConnection {
     public func isChannelOpen(_ id: UInt64) -> Bool {
         eventLoop.preconditionInEventLoop()
         return multiplexer.isOpen(id)
+    }
+}
+
+extension ServiceReply {
+    /// The reply a ServiceRequest's sender hears for `result`: the peer's, or the status that
+    /// takes its place when there is none.
+    init(answering result: Result<Frame, PeerConnectionError>) {
+        switch result {
+        case .success(.serviceResponse(_, _, let reply)):
+            self = reply
+        case .success(let frame):
+            self.init(status: .unknown, detail: "the peer answered with \(frame)")
+        case .failure(.tooLarge(let size, let limit)):
+            self.init(status: .messageSizeTooLarge, detail: "the message is \(size) bytes, over the agent's limit of \(limit)")
+        case .failure(.timedOut(let detail)):
+            self.init(status: .unknown, detail: detail)
+        case .failure(let error):
+            self.init(status: .remoteSystemUnavailable, detail: "\(error)")
+        }
     }
 }

@@ -49,8 +49,9 @@ extension PeerConnection {
     /// (ms, 0: none given) sets; returns its context.
     private func track(_ head: RequestHead, timeout: UInt32) -> RequestContext {
         let wait = timeout > 0 ? TimeAmount.milliseconds(Int64(timeout)) : timing.requestTimeout
-        let context = RequestContext(deadline: eventLoop.now + wait, on: eventLoop)
-        inFlight[head.requestID] = InFlight(head: head, context: context, timeout: wait)
+        // Counted from when the request was read, as the protocol says.
+        let context = RequestContext(head, start: receivedAt, timeout: wait, on: eventLoop)
+        inFlight[head.requestID] = context
         armDeadlines(context.deadline)
         return context
     }
@@ -75,8 +76,8 @@ extension PeerConnection {
     /// connection is up, the request not answered yet, its deadline not past); one over the
     /// peer's frame limit goes as the too-large answer of its kind.
     func answer(_ frame: Frame) {
-        guard let id = frame.requestID, let entry = inFlight.removeValue(forKey: id) else { return }
-        entry.context.finish()
+        guard let id = frame.requestID, let context = inFlight.removeValue(forKey: id) else { return }
+        context.finish()
         send(answer: frame)
     }
 
@@ -94,10 +95,10 @@ extension PeerConnection {
     /// Answers a ServiceRequest `success` with the message `source` writes; false, answering
     /// nothing, when `source` gives up.
     func answer(channelID: UInt64, requestID: UInt64, source: some MessageSource) -> Bool {
-        guard let entry = inFlight.removeValue(forKey: requestID) else { return true }
+        guard let context = inFlight.removeValue(forKey: requestID) else { return true }
         guard session.isOpen || session.phase == .draining else {
             // Nobody to tell any more.
-            entry.context.finish()
+            context.finish()
             send(answer: .serviceResponse(channelID: channelID, requestID: requestID, reply: ServiceReply(status: .unknown)))
             return true
         }
@@ -108,10 +109,10 @@ extension PeerConnection {
         }
         guard !gaveUp else {
             // Still to be answered, the usual way.
-            inFlight[requestID] = entry
+            inFlight[requestID] = context
             return false
         }
-        entry.context.finish()
+        context.finish()
         guard case .frameTooLarge(let size, let limit)? = problem else {
             _ = session.answered()
             if session.isDrained { drained?() }
@@ -126,29 +127,21 @@ extension PeerConnection {
     /// The requests of the peer whose deadline is past at `now`: their servers are told to stop,
     /// and the peer hears a timeout status.
     func expireServing(at now: NIODeadline) {
-        for (id, entry) in inFlight where entry.context.deadline <= now {
-            logger.notice("a request was not answered by its deadline", metadata: ["request": "\(id)", "kind": "\(entry.head.kind)"])
+        for (id, context) in inFlight where context.deadline <= now {
+            logger.notice("a request was not answered by its deadline", metadata: ["request": "\(id)", "kind": "\(context.head.kind)"])
             // The timeout is the answer: what the cancelled work still says comes too late.
             inFlight[id] = nil
-            send(answer: refusal(entry.head, .timedOut("timed out: no answer within \(entry.timeout.words)")))
-            entry.context.cancel()
+            send(answer: refusal(context.head, .timedOut("timed out: no answer within \(context.timeout.words)")))
+            context.cancel()
         }
     }
 
     /// The connection ended: whatever still serves a request of the peer is told to stop.
     func cancelServing() {
-        let entries = inFlight.values
+        let contexts = inFlight.values
         inFlight = [:]
-        for entry in entries { entry.context.cancel() }
+        for context in contexts { context.cancel() }
     }
-}
-
-/// A request of the peer being served: what its refusal needs, and its context.
-struct InFlight {
-    let head: RequestHead
-    let context: RequestContext
-    /// How long the peer waits, for the words of a timeout.
-    let timeout: TimeAmount
 }
 
 /// Answers for a connection that has no delegate: the protocol's polite refusals.

@@ -74,7 +74,9 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
     private var deadlineTimer: Scheduled<Void>?
     private var deadlineTimerAt: NIODeadline?
     /// Requests of the peer being served, by id.
-    var inFlight: [UInt64: InFlight] = [:]
+    var inFlight: [UInt64: RequestContext] = [:]
+    /// When the frame being handled was read.
+    var receivedAt: NIODeadline
     var drained: (() -> Void)?
     private let closed: EventLoopPromise<Void>
 
@@ -93,7 +95,8 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
         self.delegate = delegate
         self.logger = logger
         self.timing = timing
-        session = SessionStateMachine(role: role == .client ? .client : .server, limits: limits, timing: timing.session, now: eventLoop.now)
+        receivedAt = eventLoop.now
+        session = SessionStateMachine(role: role == .client ? .client : .server, limits: limits, timing: timing.session, now: receivedAt)
         closed = eventLoop.makePromise()
         if role == .client { handshake = eventLoop.makePromise() }
     }
@@ -131,7 +134,8 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
         if case .oversized(let oversized) = event {
             logger.warning("frame over the size limit", metadata: ["peer": "\(remoteDescription)", "frame": "\(oversized)"])
         }
-        perform(session.receive(event, now: eventLoop.now))
+        receivedAt = eventLoop.now
+        perform(session.receive(event, now: receivedAt))
     }
 
     public func link(_ link: any Link, failed linkFailure: LinkFailure) {
@@ -321,7 +325,7 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
             let now = eventLoop.now
             for completion in multiplexer.expire(at: now) { completion.run() }
             expireServing(at: now)
-            let next = [multiplexer.earliestDeadline, inFlight.values.lazy.map(\.context.deadline).min()].compactMap { $0 }.min()
+            let next = [multiplexer.earliestDeadline, inFlight.values.lazy.map(\.deadline).min()].compactMap { $0 }.min()
             if let next { armDeadlines(next) }
         }
     }

@@ -9,15 +9,21 @@ public final class RequestContext: @unchecked Sendable {
     public let deadline: NIODeadline
     /// The connection's loop, the only one that may touch the context.
     public let eventLoop: any EventLoop
+    /// What the request's refusal needs (its kind and ids), and how long the peer waits, for
+    /// the words of a timeout.
+    let head: RequestHead
+    let timeout: TimeAmount
     /// Whether the request was given up: its deadline passed, or its connection ended.
     public private(set) var isCancelled = false
     /// What runs when it is given up: usually one handler, kept without an array.
     private var cancellation: (() -> Void)?
     private var moreCancellations: [() -> Void] = []
 
-    /// A request due by `deadline`, served on `eventLoop`.
-    public init(deadline: NIODeadline, on eventLoop: any EventLoop) {
-        self.deadline = deadline
+    /// The request `head`, due `timeout` after `start`, served on `eventLoop`.
+    init(_ head: RequestHead, start: NIODeadline, timeout: TimeAmount, on eventLoop: any EventLoop) {
+        self.head = head
+        self.deadline = start + timeout
+        self.timeout = timeout
         self.eventLoop = eventLoop
     }
 

@@ -13,12 +13,24 @@ package struct RequestMultiplexer {
     /// What a request's waiter is told: the answer, or why there is none.
     package typealias Waiter = (Result<Frame, PeerConnectionError>) -> Void
 
+    /// Who waits for an answer: for the frame, or (a ServiceRequest's sender) for the reply it
+    /// carries or the status that takes its place. The second spares a closure per request.
+    package enum Recipient {
+        case frame(Waiter)
+        case reply((ServiceReply) -> Void)
+    }
+
     /// A waiter and what to tell it; run it once the multiplexer is left.
     package struct Completion {
-        let waiter: Waiter
+        let recipient: Recipient
         let result: Result<Frame, PeerConnectionError>
 
-        package func run() { waiter(result) }
+        package func run() {
+            switch recipient {
+            case .frame(let waiter): waiter(result)
+            case .reply(let waiter): waiter(ServiceReply(answering: result))
+            }
+        }
     }
 
     /// Who waits for an answer, on which channel (for a ServiceRequest), and until when (the
@@ -27,7 +39,7 @@ package struct RequestMultiplexer {
         let channel: UInt64?
         let deadline: NIODeadline
         let timeout: TimeAmount
-        let waiter: Waiter
+        let recipient: Recipient
     }
 
     private var nextRequestID: UInt64 = 1
@@ -56,7 +68,12 @@ package struct RequestMultiplexer {
     package mutating func await(
         _ id: UInt64, channel: UInt64? = nil, until deadline: NIODeadline, timeout: TimeAmount, _ waiter: @escaping Waiter
     ) {
-        pending[id] = Pending(channel: channel, deadline: deadline, timeout: timeout, waiter: waiter)
+        self.await(id, channel: channel, until: deadline, timeout: timeout, .frame(waiter))
+    }
+
+    /// As the `await` above, for any recipient.
+    package mutating func await(_ id: UInt64, channel: UInt64? = nil, until deadline: NIODeadline, timeout: TimeAmount, _ recipient: Recipient) {
+        pending[id] = Pending(channel: channel, deadline: deadline, timeout: timeout, recipient: recipient)
     }
 
     /// Stops waiting for every request whose deadline is past at `now`: their waiters, to be
@@ -66,7 +83,7 @@ package struct RequestMultiplexer {
         for (id, entry) in pending where entry.deadline <= now {
             pending[id] = nil
             completions.append(Completion(
-                waiter: entry.waiter, result: .failure(.timedOut("timed out: no answer within \(entry.timeout.words)"))))
+                recipient: entry.recipient, result: .failure(.timedOut("timed out: no answer within \(entry.timeout.words)"))))
         }
         return completions
     }
@@ -79,13 +96,13 @@ package struct RequestMultiplexer {
     /// Who waits for `response`, with it; nil when nobody does.
     package mutating func complete(_ response: Frame) -> Completion? {
         guard let id = response.requestID, let entry = pending.removeValue(forKey: id) else { return nil }
-        return Completion(waiter: entry.waiter, result: .success(response))
+        return Completion(recipient: entry.recipient, result: .success(response))
     }
 
     /// Stops waiting for request `id`: its waiter, to be told `error`; nil when nobody waited.
     package mutating func abandon(_ id: UInt64, _ error: PeerConnectionError) -> Completion? {
         guard let entry = pending.removeValue(forKey: id) else { return nil }
-        return Completion(waiter: entry.waiter, result: .failure(error))
+        return Completion(recipient: entry.recipient, result: .failure(error))
     }
 
     /// How many requests wait for their answers.
@@ -111,7 +128,7 @@ package struct RequestMultiplexer {
         var completions: [Completion] = []
         for (requestID, entry) in pending where entry.channel == id {
             pending[requestID] = nil
-            completions.append(Completion(waiter: entry.waiter, result: .success(.serviceResponse(
+            completions.append(Completion(recipient: entry.recipient, result: .success(.serviceResponse(
                 channelID: id, requestID: requestID,
                 reply: ServiceReply(status: .appServiceConnectionClosed, detail: "the channel closed before the answer came")))))
         }
@@ -123,7 +140,7 @@ package struct RequestMultiplexer {
     /// The connection is gone: every waiter, to be told `error`, and the channels that were
     /// open, in id order, for their handlers to hear they closed.
     package mutating func fail(_ error: PeerConnectionError) -> (completions: [Completion], channels: [(id: UInt64, handler: any ServiceChannelHandler)]) {
-        let completions = pending.values.map { Completion(waiter: $0.waiter, result: .failure(error)) }
+        let completions = pending.values.map { Completion(recipient: $0.recipient, result: .failure(error)) }
         pending = [:]
         let open = channels.sorted { $0.key < $1.key }.map { (id: $0.key, handler: $0.value) }
         channels = [:]
