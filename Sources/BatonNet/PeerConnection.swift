@@ -216,7 +216,7 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
         case .request(let frame):
             serve(frame)
         case .response(let frame):
-            if let completion = multiplexer.complete(frame) {
+            if let completion = multiplexer.complete(frame, at: receivedAt) {
                 completion.run()
             } else {
                 logger.debug("response to no pending request", metadata: ["request": "\(frame.requestID ?? 0)"])

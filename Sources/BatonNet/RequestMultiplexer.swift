@@ -82,8 +82,7 @@ package struct RequestMultiplexer {
         var completions: [Completion] = []
         for (id, entry) in pending where entry.deadline <= now {
             pending[id] = nil
-            completions.append(Completion(
-                recipient: entry.recipient, result: .failure(.timedOut("timed out: no answer within \(entry.timeout.words)"))))
+            completions.append(Completion(recipient: entry.recipient, result: .failure(Self.timedOut(entry))))
         }
         return completions
     }
@@ -93,10 +92,19 @@ package struct RequestMultiplexer {
         pending.values.lazy.map(\.deadline).min()
     }
 
-    /// Who waits for `response`, with it; nil when nobody does.
-    package mutating func complete(_ response: Frame) -> Completion? {
+    /// Who waits for `response`, which arrived at `now`, with it; nil when nobody does. An
+    /// answer that comes after its request's deadline (the receiver's own timeout answer, say)
+    /// is taken as the timeout, in this end's words, as the protocol says.
+    package mutating func complete(_ response: Frame, at now: NIODeadline) -> Completion? {
         guard let id = response.requestID, let entry = pending.removeValue(forKey: id) else { return nil }
+        guard now < entry.deadline else {
+            return Completion(recipient: entry.recipient, result: .failure(Self.timedOut(entry)))
+        }
         return Completion(recipient: entry.recipient, result: .success(response))
+    }
+
+    private static func timedOut(_ entry: Pending) -> PeerConnectionError {
+        .timedOut("timed out: no answer within \(entry.timeout.words)")
     }
 
     /// Stops waiting for request `id`: its waiter, to be told `error`; nil when nobody waited.

@@ -239,11 +239,24 @@ struct RequestMultiplexerTests {
         mux.await(a, until: .distantFuture, timeout: .seconds(30)) { told.results[a] = $0 }
         mux.await(b, until: .distantFuture, timeout: .seconds(30)) { told.results[b] = $0 }
         let answer = Frame.launchResponse(requestID: b, status: .success, detail: "")
-        mux.complete(answer)?.run()
+        mux.complete(answer, at: .now())?.run()
         #expect(told.results[b] == .success(answer))
-        #expect(mux.complete(answer) == nil, "answered once")
-        #expect(mux.complete(.describeResponse(requestID: 99, .success(nil))) == nil, "nobody waits for 99")
+        #expect(mux.complete(answer, at: .now()) == nil, "answered once")
+        #expect(mux.complete(.describeResponse(requestID: 99, .success(nil)), at: .now()) == nil, "nobody waits for 99")
         #expect(mux.pendingCount == 1)
+    }
+
+    @Test("an answer that comes after its request's deadline is the timeout, in the sender's words")
+    func lateAnswer() {
+        var mux = RequestMultiplexer()
+        let told = Told()
+        let id = mux.makeRequestID()
+        let start = NIODeadline.uptimeNanoseconds(1_000_000_000)
+        mux.await(id, until: start + .seconds(1), timeout: .seconds(1)) { told.results[id] = $0 }
+        // The receiver's own timeout answer, counted from when it read the request: a little later.
+        let late = Frame.launchResponse(requestID: id, status: .unknown, detail: "timed out: no answer within 974ms")
+        mux.complete(late, at: start + .milliseconds(1001))?.run()
+        #expect(told.results[id] == .failure(.timedOut("timed out: no answer within 1s")))
     }
 
     @Test("closing a channel answers its pending requests app_service_connection_closed; the end fails the rest")
