@@ -11,7 +11,9 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
     let agent: Agent
     /// The agent's number for this connection.
     let number: Int
-    weak var connection: PeerConnection?
+    /// Strong, never weak, and let go when the connection closes: a weak reference gives a
+    /// connection a side table, and each of its retains (several per request) the slow path.
+    private(set) var connection: PeerConnection?
     /// Channel id → the channel's app, service and Lua object.
     var channels: [UInt64: ServiceChannel] = [:]
 
@@ -69,6 +71,7 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
     }
 
     func connectionClosed(_ connection: PeerConnection, reason: String) {
+        self.connection = nil
         agent.connectionClosed(number)
     }
 

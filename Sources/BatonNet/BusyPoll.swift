@@ -1,5 +1,5 @@
-import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,9 +28,11 @@ import Glibc
 /// bursts, twice as many each time, up to ``maximumBackoff``; a poll that finds bytes starts
 /// the count over.
 final class BusyPoll: @unchecked Sendable {
-    // Everything below is touched only on `loop`. Weak: the registry of pollers must not keep
-    // loops that are gone.
-    private weak var loop: (any EventLoop)?
+    // Everything below is touched only on `loop`. Strong, never weak: a weak reference gives the
+    // loop a side table, and every retain of it (each promise, each context that holds it) then
+    // takes the slow path, which cost 4% of pipelined requests. The poller lives in its loop
+    // thread's own storage, so nothing keeps a loop whose thread has ended.
+    private let loop: any EventLoop
     private let window: UInt64
     /// Sockets with traffic in the last `window`, and when their window ends (ns, monotonic).
     private var hot: [Int32: UInt64] = [:]
@@ -48,9 +50,11 @@ final class BusyPoll: @unchecked Sendable {
         task = { [unowned self] in poll() }
     }
 
+    /// Itself while its task is queued, so that the task never outlives it.
+    private var queued: BusyPoll?
+
     /// Traffic just went through socket `descriptor`: keep polling it for `window` from now.
     func activity(on descriptor: Int32) {
-        guard let loop else { return }
         loop.preconditionInEventLoop()
         hot[descriptor] = NIODeadline.now().uptimeNanoseconds &+ window
         guard !polling else { return }
@@ -59,6 +63,7 @@ final class BusyPoll: @unchecked Sendable {
             return
         }
         polling = true
+        queued = self
         loop.execute(task)
     }
 
@@ -87,6 +92,7 @@ final class BusyPoll: @unchecked Sendable {
             polling = false
             backoff = min(max(backoff * 2, 1), Self.maximumBackoff)
             skipping = backoff
+            queued = nil
             return
         }
         let ready = polled.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), 0) }
@@ -94,38 +100,31 @@ final class BusyPoll: @unchecked Sendable {
             // Ready (or an error, which the loop reports): the loop's epoll_wait returns at once.
             polling = false
             backoff = 0
-        } else if let loop {
-            loop.execute(task)
         } else {
-            polling = false
+            return loop.execute(task)
         }
+        queued = nil
     }
 
     /// The most bursts slept through between polls: on a crowded machine one fruitless poll in
     /// ~1000 round trips, and polling resumes within a thousand once the machine is quiet.
     static let maximumBackoff = 1024
 
-    private struct Entry {
-        weak var loop: (any EventLoop)?
-        let poller: BusyPoll
-    }
+    /// The poller of the loop whose thread this is.
+    private static let current = ThreadSpecificVariable<BusyPoll>()
 
-    private static let pollers = NIOLockedValueBox<[ObjectIdentifier: Entry]>([:])
-
-    /// The loop's poller, shared by its connections; nil when `window` is zero.
+    /// The loop's poller, shared by its connections; nil when `window` is zero. Called off the
+    /// loop, a poller of the caller's own.
     static func on(_ loop: any EventLoop, window: TimeAmount) -> BusyPoll? {
         guard window > .zero else { return nil }
-        return pollers.withLockedValue { pollers in
-            let key = ObjectIdentifier(loop)
-            if let entry = pollers[key], entry.loop === loop, entry.poller.window == UInt64(window.nanoseconds) {
-                return entry.poller
-            }
-            // Loops that are gone leave their entries behind; a new loop may reuse an address.
-            pollers = pollers.filter { $0.value.loop != nil }
-            let poller = BusyPoll(loop: loop, window: window)
-            pollers[key] = Entry(loop: loop, poller: poller)
+        guard loop.inEventLoop else { return BusyPoll(loop: loop, window: window) }
+        // A thread may run one loop after another (embedded loops, in tests).
+        if let poller = current.currentValue, poller.loop === loop, poller.window == UInt64(window.nanoseconds) {
             return poller
         }
+        let poller = BusyPoll(loop: loop, window: window)
+        current.currentValue = poller
+        return poller
     }
 
     /// The descriptor of `channel`'s socket, checked against its addresses; nil when it cannot

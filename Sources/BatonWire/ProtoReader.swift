@@ -37,6 +37,7 @@ package struct ProtoReader {
         self.depth = depth
     }
 
+    @inlinable
     package var isAtEnd: Bool { index >= end }
 
     /// How many bytes are left to read.

@@ -228,9 +228,9 @@ struct Walker {
         try nest(units)
         let count = S.needsCounts ? try proto { () throws(ProtoReader.Malformed) in try Self.count(bytes) } : 0
         guard var members = sink.beginDictionary(count: count) else { throw .gaveUp }
-        // The keys, for the check that none repeats: without the count, room for as many as
-        // the bytes could hold (an entry takes 2 bytes at least).
-        let room = strict ? max(S.needsCounts ? count : bytes.count / 2, 1) : 1
+        // The keys, for the check that none repeats: on the stack for the usual handful (Swift's
+        // temporary allocations go to the heap past 1 KiB), gathered again beyond.
+        let room = strict ? max(1, min(S.needsCounts ? count : bytes.count / 2, Self.keysOnStack)) : 1
         try withUnsafeTemporaryAllocation(of: UnsafeRawBufferPointer.self, capacity: room) { keys throws(Stop) in
             var n = 0
             var r = ProtoReader(bytes)
@@ -242,17 +242,21 @@ struct Walker {
                 let entryBytes = try proto { () throws(ProtoReader.Malformed) in try r.lengthDelimited() }
                 let key = try entry(entryBytes, depth: depth, units: units + 1, into: &sink, members: &members)
                 if strict {
-                    keys[n] = key
+                    if n < room { keys[n] = key }
                     n += 1
                 }
             }
-            if strict, Self.hasRepeatedKey(UnsafeBufferPointer(rebasing: keys[..<n])) { throw .broken }
+            guard strict else { return }
+            let repeated = n <= room
+                ? Self.hasRepeatedKey(UnsafeBufferPointer(rebasing: keys[..<n]))
+                : Self.keys(of: bytes).withUnsafeBufferPointer { Self.hasRepeatedKey($0) }
+            if repeated { throw .broken }
         }
         sink.endDictionary(members)
     }
 
     /// One entry; returns its key's bytes.
-    @inlinable
+    @inlinable @inline(__always)
     mutating func entry<S: ValueSink>(
         _ bytes: UnsafeRawBufferPointer, depth: Int, units: Int, into sink: inout S, members: inout S.DictionaryState
     ) throws(Stop) -> UnsafeRawBufferPointer {
@@ -382,15 +386,47 @@ struct Walker {
 
     /// How many length-delimited fields 1 `bytes` holds (a Dictionary's entries, an Array's
     /// elements).
-    @usableFromInline
+    @inlinable
     static func count(_ bytes: UnsafeRawBufferPointer) throws(ProtoReader.Malformed) -> Int {
         var r = ProtoReader(bytes)
         var n = 0
         while let f = try r.nextField() {
-            if f.number == 1, f.wireType == 2 { n += 1 }
-            try r.skip(f.wireType)
+            if f.wireType == 2 {
+                if f.number == 1 { n += 1 }
+                _ = try r.lengthDelimited()
+            } else {
+                try r.skip(f.wireType)
+            }
         }
         return n
+    }
+
+    /// How many keys a dictionary's check keeps on the stack.
+    @usableFromInline
+    static let keysOnStack = 32
+
+    /// The keys of the entries of `bytes`, a Dictionary that read without error.
+    @usableFromInline
+    static func keys(of bytes: UnsafeRawBufferPointer) -> [UnsafeRawBufferPointer] {
+        var keys: [UnsafeRawBufferPointer] = []
+        var r = ProtoReader(bytes)
+        while let f = try? r.nextField() {
+            guard isMessage(f), f.number == 1, let entry = try? r.lengthDelimited() else {
+                _ = try? r.skip(f.wireType)
+                continue
+            }
+            var key = UnsafeRawBufferPointer(start: nil, count: 0)
+            var e = ProtoReader(entry)
+            while let g = try? e.nextField() {
+                if isMessage(g), g.number == 1, let k = try? e.lengthDelimited() {
+                    key = k
+                } else {
+                    _ = try? e.skip(g.wireType)
+                }
+            }
+            keys.append(key)
+        }
+        return keys
     }
 
     /// Whether two keys are equal: pairwise for the usual handful, sorted beyond.

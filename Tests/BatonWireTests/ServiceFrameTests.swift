@@ -207,6 +207,14 @@ struct ServiceFrameTests {
         var wide: [UInt8] = []
         for i in 0..<20 { wide += entry("k\(i % 19)", one) }
         cases.append(("20 members, one key twice", request(wide)))
+        // Past the keys a check keeps on the stack (32): gathered again.
+        var many: [UInt8] = [], manyRepeated: [UInt8] = []
+        for i in 0..<40 {
+            many += entry("k\(i)", one)
+            manyRepeated += entry(i == 39 ? "k0" : "k\(i)", one)
+        }
+        cases.append(("40 members", request(many)))
+        cases.append(("40 members, the first key again last", request(manyRepeated)))
         return cases
     }()
 
