@@ -41,11 +41,11 @@ public final class AppServiceConnection: ServiceChannelHandler, @unchecked Senda
     /// `unknown` with "timed out" when the timeout passes).
     public func send(_ message: ValueDictionary, timeout: TimeAmount? = nil) -> EventLoopFuture<ServiceReply> {
         let loop = connection.eventLoop
-        let wait = timeout ?? connection.timing.requestTimeout
         // Callers on the connection's loop (scripts, the benchmark) need no hop. The deadline is
-        // reckoned there, so the wait is the one given.
-        if loop.inEventLoop { return sendOnLoop(message, deadline: loop.now + wait) }
-        return loop.flatSubmit { [self] in sendOnLoop(message, deadline: loop.now + wait) }
+        // reckoned there, so the wait is the one given; without one, the connection reckons its
+        // own (one clock read, not two).
+        if loop.inEventLoop { return sendOnLoop(message, deadline: timeout.map { loop.now + $0 }) }
+        return loop.flatSubmit { [self] in sendOnLoop(message, deadline: timeout.map { loop.now + $0 }) }
     }
 
     /// As ``send(_:timeout:)``, by `deadline`.
@@ -55,7 +55,8 @@ public final class AppServiceConnection: ServiceChannelHandler, @unchecked Senda
         return loop.flatSubmit { [self] in sendOnLoop(message, deadline: deadline) }
     }
 
-    private func sendOnLoop(_ message: ValueDictionary, deadline: NIODeadline) -> EventLoopFuture<ServiceReply> {
+    /// Sends on the loop, by `deadline` (nil: the connection's `requestTimeout` from now).
+    private func sendOnLoop(_ message: ValueDictionary, deadline: NIODeadline?) -> EventLoopFuture<ServiceReply> {
         let loop = connection.eventLoop
         guard closedStatus == nil else {
             return loop.makeSucceededFuture(ServiceReply(status: .appServiceConnectionClosed, detail: "the channel is closed"))

@@ -39,14 +39,16 @@ package struct SessionStateMachine: Sendable {
     }
 
     /// What to do with a frame that arrived.
+    /// The handshake's and the closing's are boxed: the frames that come many a second move in
+    /// a smaller value.
     package enum Received: Sendable, Equatable {
         case nothing
         /// Send this (a Pong, or the status a request gets when it cannot be served).
         case write(Frame)
         /// Server: the client said Hello. Answer with ``accept(_:answer:)`` or ``goodbye(_:_:)``.
-        case hello(Hello)
+        indirect case hello(Hello)
         /// Client: the agent's HelloAck; the connection is open.
-        case handshakeDone(HelloAck)
+        indirect case handshakeDone(HelloAck)
         /// The peer asks: it must get exactly one answer, through ``answered()``.
         case request(Frame)
         /// The answer to one of this end's requests.
@@ -55,7 +57,7 @@ package struct SessionStateMachine: Sendable {
         case channelClosed(UInt64, ClosedStatus)
         /// Close the connection, after writing `goodbye` when there is one; `reason` is for
         /// logs and for everything still pending.
-        case close(goodbye: Frame?, reason: String)
+        indirect case close(goodbye: Frame?, reason: String)
     }
 
     package let role: Role
