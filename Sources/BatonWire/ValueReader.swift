@@ -26,7 +26,8 @@ package enum ValueReader {
         /// repeated keys and deep nesting are read as they come, for `validate` to name.
         case lenient
         /// Bytes that passed a strict read already (a ``ServiceMessage``'s checked bytes):
-        /// nothing is checked again, not even UTF-8.
+        /// nothing is checked again, not even UTF-8 (a dictionary's read is ``TrustedWalk``'s
+        /// one lean pass).
         case trusted
     }
 
@@ -56,6 +57,7 @@ package enum ValueReader {
         dictionary bytes: UnsafeRawBufferPointer, into sink: inout S, mode: Mode = .strict, path: String = "message",
         units: Int = 2
     ) throws(ProtoReader.Malformed) -> Outcome {
+        if mode == .trusted { return TrustedWalk.dictionary(bytes, into: &sink) ? .read : .gaveUp }
         var walker = Walker(mode)
         return try outcome(path: path) { () throws(Stop) in try walker.dictionary(bytes, depth: 0, units: units, into: &sink) }
     }
@@ -191,13 +193,10 @@ enum Kind: Int {
 struct Walker {
     /// Whether every Value rule is checked.
     @usableFromInline let strict: Bool
-    /// Whether text is checked to be UTF-8 (everywhere but in trusted bytes).
-    @usableFromInline let checksText: Bool
 
     @inlinable
     init(_ mode: ValueReader.Mode) {
         strict = mode == .strict
-        checksText = mode != .trusted
     }
 
     @inlinable @inline(__always)
@@ -270,7 +269,7 @@ struct Walker {
         }
         // proto3 leaves an empty key out.
         let keyBytes = key ?? UnsafeRawBufferPointer(start: nil, count: 0)
-        guard !checksText || UTF8Validation.isValid(keyBytes) else { throw .malformed(ProtoReader.Malformed("field 1 is not valid UTF-8")) }
+        guard UTF8Validation.isValid(keyBytes) else { throw .malformed(ProtoReader.Malformed("field 1 is not valid UTF-8")) }
         sink.key(keyBytes, in: &members)
         do throws(Stop) {
             guard let value else { throw .invalid(reason: "value has no kind", steps: []) }
@@ -309,7 +308,7 @@ struct Walker {
         guard let found else { throw .invalid(reason: "value has no kind", steps: []) }
         switch found {
         case .string:
-            guard !checksText || UTF8Validation.isValid(payload) else { throw .malformed(ProtoReader.Malformed("field 1 is not valid UTF-8")) }
+            guard UTF8Validation.isValid(payload) else { throw .malformed(ProtoReader.Malformed("field 1 is not valid UTF-8")) }
             sink.string(payload)
         case .int: sink.int(ProtoReader.zigZag(scalar))
         case .double: sink.double(Double(bitPattern: scalar))
@@ -438,5 +437,85 @@ struct Walker {
         guard a.count == b.count else { return false }
         guard a.count > 0, let pa = a.baseAddress, let pb = b.baseAddress else { return true }
         return memcmp(pa, pb, a.count) == 0
+    }
+}
+
+/// The walk of bytes that passed a strict read already (``ValueReader/Mode/trusted``): what
+/// the strict read made sure of (well-formed fields, one key and one value an entry, one kind a
+/// value, nesting within the limits) is not looked at again, so a message goes into a sink
+/// (a Lua table, the agent's hot path) in one lean pass. Unknown fields are still skipped.
+@usableFromInline
+enum TrustedWalk {
+    @inlinable
+    static func dictionary<S: ValueSink>(_ bytes: UnsafeRawBufferPointer, into sink: inout S) -> Bool {
+        let count = S.needsCounts ? try! Walker.count(bytes) : 0
+        guard var members = sink.beginDictionary(count: count) else { return false }
+        var r = ProtoReader(bytes)
+        while let f = try! r.nextField() {
+            guard f.wireType == 2, f.number == 1 else {
+                try! r.skip(f.wireType)
+                continue
+            }
+            var entry = ProtoReader(try! r.lengthDelimited())
+            var key = UnsafeRawBufferPointer(start: nil, count: 0), value = key
+            while let g = try! entry.nextField() {
+                if g.wireType == 2, g.number == 1 {
+                    key = try! entry.lengthDelimited()
+                } else if g.wireType == 2, g.number == 2 {
+                    value = try! entry.lengthDelimited()
+                } else {
+                    try! entry.skip(g.wireType)
+                }
+            }
+            sink.key(key, in: &members)
+            guard Self.value(value, into: &sink) != nil else { return false }
+            sink.endMember(of: &members)
+        }
+        sink.endDictionary(members)
+        return true
+    }
+
+    /// One value into `sink`; its kind, nil when the sink gave up.
+    @inlinable
+    static func value<S: ValueSink>(_ bytes: UnsafeRawBufferPointer, into sink: inout S) -> Kind? {
+        var r = ProtoReader(bytes)
+        while let f = try! r.nextField() {
+            guard let kind = Kind(f) else {
+                try! r.skip(f.wireType)
+                continue
+            }
+            switch kind {
+            case .string: sink.string(try! r.lengthDelimited())
+            case .int: sink.int(ProtoReader.zigZag(try! r.varint()))
+            case .double: sink.double(Double(bitPattern: try! r.fixed64()))
+            case .bool: sink.bool(try! r.varint() != 0)
+            case .date: sink.date(microseconds: ProtoReader.zigZag(try! r.varint()))
+            case .uuid: sink.uuid(try! r.lengthDelimited())
+            case .bytes: sink.bytes(try! r.lengthDelimited())
+            case .array: guard array(try! r.lengthDelimited(), into: &sink) else { return nil }
+            case .dictionary: guard dictionary(try! r.lengthDelimited(), into: &sink) else { return nil }
+            }
+            return kind
+        }
+        preconditionFailure("trusted bytes hold a value without a kind")
+    }
+
+    @inlinable
+    static func array<S: ValueSink>(_ bytes: UnsafeRawBufferPointer, into sink: inout S) -> Bool {
+        let count = S.needsCounts ? try! Walker.count(bytes) : 0
+        guard var elements = sink.beginArray(count: count) else { return false }
+        var index = 0
+        var r = ProtoReader(bytes)
+        while let f = try! r.nextField() {
+            guard f.wireType == 2, f.number == 1 else {
+                try! r.skip(f.wireType)
+                continue
+            }
+            index += 1
+            guard value(try! r.lengthDelimited(), into: &sink) != nil else { return false }
+            sink.endElement(index, of: &elements)
+        }
+        sink.endArray(elements)
+        return true
     }
 }
