@@ -17,6 +17,8 @@ public final class Agent: @unchecked Sendable {
     /// Completes when the agent's Lua runtime ends (after ``stop()``, or a fatal error).
     public let ended: EventLoopFuture<RunOutcome>
     let logger: Logger
+    /// Stops the tasks of requests whose callers gave up.
+    private let canceller: TaskCanceller
     private let spawner: ProcessSpawner
     /// Client connections being served, by number.
     var connections: [Int: AgentConnection] = [:]
@@ -35,6 +37,7 @@ public final class Agent: @unchecked Sendable {
         self.ended = ended
         self.logger = logger
         self.spawner = ProcessSpawner(eventLoop: runtime.eventLoop)
+        self.canceller = TaskCanceller(runtime: runtime, logger: logger)
         self.channelObjects = ChannelObjects(runtime: runtime, keepsRunAlive: false)
     }
 
@@ -181,9 +184,8 @@ public final class Agent: @unchecked Sendable {
     /// connection ended).
     private func stop(_ task: LuaTaskID?, when context: RequestContext?) {
         guard let task, let context else { return }
-        context.whenCancelled { [runtime, logger] in
-            if runtime.cancelTask(task) { logger.notice("cancelled a task whose caller gave up", metadata: ["task": "\(task)"]) }
-        }
+        // No closure: this runs for every request.
+        context.whenCancelled(tell: canceller, token: task.number)
     }
 
     // MARK: app services
@@ -297,5 +299,23 @@ public final class Agent: @unchecked Sendable {
         }) { [runtime] result in
             reply(runtime.serviceReply(from: result, handler: "the provider of \(service)"))
         }
+    }
+}
+
+/// Cancels the task of a request whose caller gave up: one for the agent, which every request
+/// registers (``RequestContext/whenCancelled(tell:token:)``) instead of a closure of its own.
+final class TaskCanceller: RequestCanceller, @unchecked Sendable {
+    let runtime: LuaRuntime
+    let logger: Logger
+
+    init(runtime: LuaRuntime, logger: Logger) {
+        self.runtime = runtime
+        self.logger = logger
+    }
+
+    /// `token` is a ``LuaTaskID``'s number.
+    func cancel(_ token: Int) {
+        let task = LuaTaskID(number: token)
+        if runtime.cancelTask(task) { logger.notice("cancelled a task whose caller gave up", metadata: ["task": "\(task)"]) }
     }
 }

@@ -37,6 +37,19 @@ extension LuaModule {
 public struct LuaTaskID: Hashable, Sendable, CustomStringConvertible {
     let value: Int
 
+    init(value: Int) {
+        self.value = value
+    }
+
+    /// The task's number, as ``init(number:)`` takes it back (to keep an id where only an
+    /// integer fits).
+    public var number: Int { value }
+
+    /// The id whose ``number`` is `number`.
+    public init(number: Int) {
+        value = number
+    }
+
     /// `task 3`.
     public var description: String { "task \(value)" }
 }

@@ -50,11 +50,36 @@ extension PeerConnection {
     private func track(_ head: RequestHead, timeout: UInt32) -> RequestContext {
         let wait = timeout > 0 ? TimeAmount.milliseconds(Int64(timeout)) : timing.requestTimeout
         // Counted from when the request was read, as the protocol says.
-        let context = RequestContext(head, start: receivedAt, timeout: wait, on: eventLoop)
+        let context: RequestContext
+        if let spare = spareContext() {
+            spare.reuse(for: head, start: receivedAt, timeout: wait)
+            context = spare
+        } else {
+            context = RequestContext(head, start: receivedAt, timeout: wait, on: eventLoop)
+        }
         inFlight[head.requestID] = context
         armDeadlines(context.deadline)
         return context
     }
+
+    /// The context of an answered request that nothing holds any more, if there is one. The
+    /// last answered is tried first (what served it is the likeliest to be done with it); one
+    /// still held is let go.
+    private func spareContext() -> RequestContext? {
+        while var spare = spareContexts.popLast() {
+            if isKnownUniquelyReferenced(&spare) { return spare }
+        }
+        return nil
+    }
+
+    /// `context`'s request was answered: it is done with, and kept for a later request.
+    private func retire(_ context: RequestContext) {
+        context.finish()
+        if spareContexts.count < Self.spareContextLimit { spareContexts.append(context) }
+    }
+
+    /// At most this many answered contexts are kept: a full window of pipelined requests.
+    static let spareContextLimit = 64
 
     private func refusal(_ head: RequestHead, _ why: Refusal) -> Frame {
         SessionStateMachine.refusal(head, why)!
@@ -77,7 +102,7 @@ extension PeerConnection {
     /// peer's frame limit goes as the too-large answer of its kind.
     func answer(_ frame: Frame) {
         guard let id = frame.requestID, let context = inFlight.removeValue(forKey: id) else { return }
-        context.finish()
+        retire(context)
         send(answer: frame)
     }
 
@@ -98,7 +123,7 @@ extension PeerConnection {
         guard let context = inFlight.removeValue(forKey: requestID) else { return true }
         guard session.isOpen || session.phase == .draining else {
             // Nobody to tell any more.
-            context.finish()
+            retire(context)
             send(answer: .serviceResponse(channelID: channelID, requestID: requestID, reply: ServiceReply(status: .unknown)))
             return true
         }
@@ -112,7 +137,7 @@ extension PeerConnection {
             inFlight[requestID] = context
             return false
         }
-        context.finish()
+        retire(context)
         guard case .frameTooLarge(let size, let limit)? = problem else {
             _ = session.answered()
             if session.isDrained { drained?() }
@@ -140,6 +165,7 @@ extension PeerConnection {
     func cancelServing() {
         let contexts = inFlight.values
         inFlight = [:]
+        spareContexts = []
         for context in contexts { context.cancel() }
     }
 }

@@ -75,6 +75,8 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
     private var deadlineTimerAt: NIODeadline?
     /// Requests of the peer being served, by id.
     var inFlight: [UInt64: RequestContext] = [:]
+    /// Contexts of answered requests, to serve later ones once nothing else holds them.
+    var spareContexts: [RequestContext] = []
     /// When the frame being handled was read.
     var receivedAt: NIODeadline
     var drained: (() -> Void)?

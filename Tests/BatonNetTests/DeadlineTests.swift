@@ -49,6 +49,29 @@ struct DeadlineTests {
         }
     }
 
+    @Test("after many answered requests (whose contexts the connection reuses), one that is never answered still times out and is cancelled, and only it")
+    func reusedContextsCancelTheirOwnRequest() async throws {
+        try await withAgent { agent in
+            let client = makeClient()
+            defer { client.shutdown() }
+            let (opened, status, detail) = await client.openService("echo", app: Fixtures.services, on: agent.address)
+            let echo = try #require(opened, "\(status): \(detail)")
+            for i in 0..<50 {
+                let reply = await echo.send(["i": .int(Int64(i))])
+                #expect(reply.status == .success && Fixtures.message(reply) == ["i": .int(Int64(i))])
+            }
+            let (stuck, status2, detail2) = await client.openService("forever", app: Fixtures.services, on: agent.address)
+            let forever = try #require(stuck, "\(status2): \(detail2)")
+            let closed = agent.directory.file("reused.closed")
+            let reply = await forever.send(["closed": .string(closed)], timeout: .milliseconds(500))
+            #expect(reply.detail == "timed out: no answer within 500ms")
+            #expect(await eventually { FileManager.default.fileExists(atPath: closed) }, "the provider was not cancelled\n\(agent.log)")
+            // The answered requests' work was not cancelled after the fact, and the echo serves on.
+            #expect(!agent.log.contains("cancelled a task") || agent.log.components(separatedBy: "cancelled a task").count == 2, "\(agent.log)")
+            #expect(await echo.send(["k": "v"]).status == .success)
+        }
+    }
+
     @Test("the client goes away while the agent serves: the agent cancels the work")
     func clientGone() async throws {
         try await withAgent { agent in
