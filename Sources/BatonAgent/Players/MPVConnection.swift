@@ -1,0 +1,148 @@
+import BatonCore
+import BatonNet
+import NIOCore
+import NIOPosix
+
+/// One connection to an mpv's JSON IPC socket: commands, each answered or failed by its
+/// deadline, and mpv's events as they come. Everything runs on ``eventLoop``; nothing blocks it.
+///
+/// A line that is not mpv's protocol (garbage, or one longer than ``maxLineLength``) ends the
+/// connection: every call waiting then fails with ``MPVError/garbage(_:)``, as when mpv goes away
+/// they fail with ``MPVError/closed(_:)``.
+public final class MPVConnection: ChannelInboundHandler, @unchecked Sendable {
+    public typealias InboundIn = ByteBuffer
+
+    /// The loop the connection lives on; its callbacks run there.
+    public let eventLoop: any EventLoop
+    /// Told each event mpv sends. Set on the loop.
+    public var onEvent: ((MPVEvent) -> Void)?
+    /// Told once, when the connection ends, why. Set on the loop.
+    public var onClosed: ((MPVError) -> Void)?
+    /// Whether the connection is still up.
+    public private(set) var isOpen = true
+
+    /// mpv's lines are short; a longer one is not mpv talking.
+    public static let maxLineLength = 1 << 20
+
+    private var channel: (any Channel)?
+    private var inbound = ByteBuffer()
+    private var nextID: Int64 = 1
+    private var pending: [Int64: (promise: EventLoopPromise<JSON>, timer: Scheduled<Void>)] = [:]
+    private var failure: MPVError?
+
+    private init(eventLoop: any EventLoop) {
+        self.eventLoop = eventLoop
+    }
+
+    /// Connects to the mpv listening on `path`, giving up after `timeout`.
+    public static func connect(path: String, on eventLoop: any EventLoop, timeout: TimeAmount = .seconds(2)) -> EventLoopFuture<MPVConnection> {
+        let connection = MPVConnection(eventLoop: eventLoop)
+        return ClientBootstrap(group: eventLoop)
+            .connectTimeout(timeout)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(connection) }
+            }
+            .connect(unixDomainSocketPath: path)
+            .map { _ in connection }
+            .flatMapErrorThrowing { error in
+                throw MPVError.closed("cannot connect to mpv at \(path): \(error)")
+            }
+    }
+
+    /// Sends the command `arguments` (mpv's array form, or an object for the named form) and
+    /// answers with its `data` (null when it has none), or fails: ``MPVError/failed(_:)`` with
+    /// mpv's error, ``MPVError/timedOut(_:)`` after `timeout`, or why the connection ended.
+    public func command(_ arguments: JSON, timeout: TimeAmount = .seconds(2)) -> EventLoopFuture<JSON> {
+        guard eventLoop.inEventLoop else {
+            return eventLoop.flatSubmit { self.command(arguments, timeout: timeout) }
+        }
+        guard isOpen, let channel else {
+            return eventLoop.makeFailedFuture(failure ?? MPVError.closed("the connection to mpv is closed"))
+        }
+        let id = nextID
+        nextID += 1
+        let promise = eventLoop.makePromise(of: JSON.self)
+        let timer = eventLoop.scheduleTask(in: timeout) { [self] () -> Void in
+            pending.removeValue(forKey: id)?.promise.fail(MPVError.timedOut("mpv did not answer within \(timeout.words)"))
+        }
+        pending[id] = (promise, timer)
+        channel.writeAndFlush(ByteBuffer(string: MPVMessage.command(arguments, id: id)), promise: nil)
+        return promise.futureResult
+    }
+
+    /// As ``command(_:timeout:)`` for `get_property`.
+    public func property(_ name: String, timeout: TimeAmount = .seconds(2)) -> EventLoopFuture<JSON> {
+        command(.array([.string("get_property"), .string(name)]), timeout: timeout)
+    }
+
+    /// Closes the connection; calls still waiting fail with ``MPVError/closed(_:)``.
+    public func close() {
+        eventLoop.execute { [self] in
+            end(.closed("the connection to mpv was closed"))
+        }
+    }
+
+    // MARK: ChannelInboundHandler
+
+    public func handlerAdded(context: ChannelHandlerContext) {
+        channel = context.channel
+    }
+
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        inbound.writeBuffer(&bytes)
+        while isOpen, let newline = inbound.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) {
+            let length = newline - inbound.readerIndex
+            let line = inbound.readSlice(length: length)!
+            inbound.moveReaderIndex(forwardBy: 1)
+            do {
+                try handle(MPVMessage(line: line.readableBytesView))
+            } catch {
+                end(error)
+            }
+        }
+        if inbound.readableBytes > Self.maxLineLength {
+            end(.garbage("mpv sent a line longer than \(Self.maxLineLength) bytes"))
+        }
+        inbound.discardReadBytes()
+    }
+
+    public func channelInactive(context: ChannelHandlerContext) {
+        end(.closed("mpv closed the connection"))
+        context.fireChannelInactive()
+    }
+
+    public func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        end(.closed("the connection to mpv failed: \(error)"))
+    }
+
+    private func handle(_ message: MPVMessage) {
+        switch message {
+        case .reply(let id, let result):
+            guard let waiting = pending.removeValue(forKey: id) else { return }
+            waiting.timer.cancel()
+            waiting.promise.completeWith(result.mapError { $0 })
+        case .event(let event):
+            onEvent?(event)
+        case .other:
+            break
+        }
+    }
+
+    /// The connection is over, for `reason`: every waiting call fails with it, once.
+    private func end(_ reason: MPVError) {
+        guard isOpen else { return }
+        isOpen = false
+        failure = reason
+        let waiting = pending.values
+        pending = [:]
+        for call in waiting {
+            call.timer.cancel()
+            call.promise.fail(reason)
+        }
+        channel?.close(promise: nil)
+        onClosed?(reason)
+        onClosed = nil
+        onEvent = nil
+    }
+}
