@@ -38,7 +38,7 @@ struct MPVPlayerProcessTests {
     @Test("started headless, it loads a file at a position and plays from there in real time; stopped, it is gone")
     func playsFromPosition() async throws {
         try await withMPV { connection, media, _ in
-            let events = EventLog(connection)
+            let events = try await EventLog(connection)
             let loading = Date()
             let answer = try await connection.command(loadfile(media.sweep, start: 7.25)).get()
             let entry = try #require(answer["playlist_entry_id"]?.intValue, "loadfile answered \(answer)")
@@ -62,7 +62,7 @@ struct MPVPlayerProcessTests {
     @Test("a file that is not there: loadfile answers, then an end-file with reason error for that entry")
     func missingFile() async throws {
         try await withMPV { connection, media, _ in
-            let events = EventLog(connection)
+            let events = try await EventLog(connection)
             let answer = try await connection.command(loadfile(media.directory + "/nothing.flac", start: 0)).get()
             let entry = try #require(answer["playlist_entry_id"]?.intValue)
             #expect(await events.waitFor { $0.name == "end-file" && $0.playlistEntryID == entry })
@@ -142,16 +142,13 @@ struct TestMedia {
     let directory: String
     var sweep: String { directory + "/sweep.flac" }
 
-    static func make() throws -> TestMedia {
+    static func make() async throws -> TestMedia {
         let directory = NSTemporaryDirectory() + "baton-media-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let media = TestMedia(directory: directory)
-        let sox = Process()
-        sox.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        sox.arguments = ["sox", "-n", "-r", "44100", "-c", "1", media.sweep, "synth", "60", "sine", "100-4100"]
-        try sox.run()
-        sox.waitUntilExit()
-        guard sox.terminationStatus == 0 else { throw MPVError.failed("sox exited with \(sox.terminationStatus): is sox installed?") }
+        let sox = try Spawned(["sox", "-n", "-r", "44100", "-c", "1", media.sweep, "synth", "60", "sine", "100-4100"])
+        let status = await sox.wait()
+        guard status == 0 else { throw MPVError.failed("sox exited with \(status): is sox installed?") }
         return media
     }
 }
@@ -175,7 +172,7 @@ func loadfile(_ path: String, start: Double) -> JSON {
 
 /// A headless mpv on a loop of its own, connected; stopped after `body`.
 func withMPV(_ body: (MPVConnection, TestMedia, MPVProcess) async throws -> Void) async throws {
-    let media = try TestMedia.make()
+    let media = try await TestMedia.make()
     defer { try? FileManager.default.removeItem(atPath: media.directory) }
     try await withLoop { loop in
     let (process, connection) = try await MPVProcess.start(
@@ -236,8 +233,8 @@ final class EventLog: @unchecked Sendable {
     private let lock = NSLock()
     private var kept: [MPVEvent] = []
 
-    init(_ connection: MPVConnection) {
-        try? connection.eventLoop.submit { connection.onEvent = { [self] event in lock.withLock { kept.append(event) } } }.wait()
+    init(_ connection: MPVConnection) async throws {
+        try await connection.eventLoop.submit { connection.onEvent = { [self] event in lock.withLock { kept.append(event) } } }.get()
     }
 
     var events: [MPVEvent] { lock.withLock { kept } }
@@ -257,4 +254,58 @@ func eventually(_ condition: () async -> Bool) async -> Bool {
         try? await Task.sleep(for: .milliseconds(20))
     }
     return await condition()
+}
+
+/// A child process started with posix_spawn (output to `output`), waited for without blocking
+/// a thread: the test runner's threads are few.
+final class Spawned: @unchecked Sendable {
+    let pid: pid_t
+    private let lock = NSLock()
+    private var status: Int32?
+
+    init(_ argv: [String], output: String = "/dev/null") throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        let cargs = argv.map { strdup($0) } + [nil]
+        defer { for p in cargs { free(p) } }
+        var pid: pid_t = 0
+        let rc = posix_spawnp(&pid, argv[0], &actions, nil, cargs, environ)
+        guard rc == 0 else { throw MPVError.closed("cannot start \(argv[0]): \(String(cString: strerror(rc)))") }
+        self.pid = pid
+    }
+
+    /// Its exit status if it has exited (then it is reaped), else nil.
+    var exited: Int32? {
+        lock.withLock {
+            if status == nil {
+                var raw: Int32 = 0
+                if waitpid(pid, &raw, WNOHANG) == pid { status = raw & 0x7f == 0 ? (raw >> 8) & 0xff : 128 + raw & 0x7f }
+            }
+            return status
+        }
+    }
+
+    /// Its exit status, once it exits.
+    func wait() async -> Int32 {
+        while true {
+            if let exited { return exited }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// SIGTERM, then SIGKILL if it is still there after 5 s; reaped.
+    func stop() async {
+        guard exited == nil else { return }
+        kill(pid, SIGTERM)
+        let deadline = Date().addingTimeInterval(5)
+        while exited == nil, Date() < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        if exited == nil {
+            kill(pid, SIGKILL)
+            _ = await wait()
+        }
+    }
 }

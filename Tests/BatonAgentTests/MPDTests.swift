@@ -1,0 +1,218 @@
+@testable import BatonAgent
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+
+/// MPD's TCP protocol, against a real `mpd` with a null output (it plays in real time) and
+/// against listeners that are not MPD.
+@Suite("A real MPD", .timeLimit(.minutes(1)))
+struct MPDTests {
+    @Test("greets, adds a file of its music directory, seeks into it and plays from there in real time")
+    func playsFromPosition() async throws {
+        try await withMPD { mpd in
+            let connection = mpd.connection
+            #expect(connection.version.hasPrefix("0."))
+            #expect(try await connection.command("status").get()["state"] == "stop")
+            _ = try await connection.command("add " + MPDConnection.quoted("sweep.flac")).get()
+            let seeking = Date()
+            _ = try await connection.command("seek 0 7.25").get()
+            let first = try await elapsed(connection)
+            #expect(first.status["state"] == "play")
+            let since = first.answered.timeIntervalSince(seeking)
+            #expect(first.seconds >= 7.2 && first.seconds <= 7.25 + 1.1 * since + 0.05, "at \(first.seconds), \(since) s after seek 0 7.25")
+            try await Task.sleep(for: .milliseconds(400))
+            let second = try await elapsed(connection)
+            let moved = second.seconds - first.seconds
+            let least = second.asked.timeIntervalSince(first.answered), most = second.answered.timeIntervalSince(first.asked)
+            #expect(moved >= 0.9 * least - 0.05 && moved <= 1.1 * most + 0.05, "moved \(moved) s in \(least)...\(most) s")
+            let queue = try await connection.command("playlistinfo").get()
+            #expect(queue["file"] == "sweep.flac")
+        }
+    }
+
+    @Test("MPD's refusals are its ACKs, with code, command and words: an absolute path over TCP, seekcur while stopped")
+    func refusals() async throws {
+        try await withMPD { mpd in
+            let connection = mpd.connection
+            await #expect(throws: MPDError.failed(code: 4, command: "add", message: "Access denied")) {
+                try await connection.command("add " + MPDConnection.quoted(mpd.music + "/sweep.flac")).get()
+            }
+            await #expect(throws: MPDError.failed(code: 55, command: "seekcur", message: "Not playing")) {
+                try await connection.command("seekcur 5").get()
+            }
+            // A refusal leaves the connection in step.
+            let status = try await connection.command("status").get()
+            #expect(status["state"] == "stop")
+        }
+    }
+
+    @Test("arguments are quoted as MPD reads them")
+    func quoting() {
+        #expect(MPDConnection.quoted(#"a "b" \c"#) == #""a \"b\" \\c""#)
+        #expect(MPDConnection.quoted("") == #""""#)
+    }
+}
+
+@Suite("Something else where MPD should be", .timeLimit(.minutes(1)))
+struct MPDBadPeerTests {
+    @Test("a greeting that is not MPD's: connect fails with garbage")
+    func wrongGreeting() async throws {
+        try await withListener(greeting: "SSH-2.0-OpenSSH\n", answer: nil) { loop, port in
+            let error = await #expect(throws: MPDError.self) { try await MPDConnection.connect(host: "127.0.0.1", port: port, on: loop).get() }
+            if case .garbage? = error {} else { Issue.record("not garbage: \(String(describing: error))") }
+        }
+    }
+
+    @Test("garbage in answer to a command: the call fails with garbage and the connection ends")
+    func garbageAnswer() async throws {
+        try await withListener(greeting: "OK MPD 0.23.5\n", answer: "this is not mpd\n") { loop, port in
+            let connection = try await MPDConnection.connect(host: "127.0.0.1", port: port, on: loop).get()
+            let error = await #expect(throws: MPDError.self) { try await connection.command("status").get() }
+            if case .garbage? = error {} else { Issue.record("not garbage: \(String(describing: error))") }
+            #expect(!connection.isOpen)
+        }
+    }
+
+    @Test("a listener that greets and then says nothing: the call fails at its deadline, and the connection ends (MPD's answers are in order)")
+    func silent() async throws {
+        try await withListener(greeting: "OK MPD 0.23.5\n", answer: nil) { loop, port in
+            let connection = try await MPDConnection.connect(host: "127.0.0.1", port: port, on: loop).get()
+            await #expect(throws: MPDError.timedOut("MPD did not answer status within 300ms")) {
+                try await connection.command("status", timeout: .milliseconds(300)).get()
+            }
+            #expect(!connection.isOpen)
+            await #expect(throws: MPDError.timedOut("MPD did not answer status within 300ms")) { try await connection.command("status").get() }
+        }
+    }
+
+    @Test("one that never greets: connect fails at its deadline; nothing listening: connect fails saying where")
+    func noGreeting() async throws {
+        try await withListener(greeting: nil, answer: nil) { loop, port in
+            await #expect(throws: MPDError.timedOut("MPD at 127.0.0.1:\(port) did not greet within 300ms")) {
+                try await MPDConnection.connect(host: "127.0.0.1", port: port, on: loop, timeout: .milliseconds(300)).get()
+            }
+        }
+        try await withLoop { loop in
+            let error = await #expect(throws: MPDError.self) { try await MPDConnection.connect(host: "127.0.0.1", port: 1, on: loop).get() }
+            #expect("\(error.map { "\($0)" } ?? "")".contains("cannot connect to MPD at 127.0.0.1:1"))
+        }
+    }
+}
+
+// MARK: helpers
+
+/// `elapsed` from MPD's status, with the status, and when it was asked for and answered.
+func elapsed(_ connection: MPDConnection) async throws -> (seconds: Double, status: [MPDPair], asked: Date, answered: Date) {
+    let asked = Date()
+    let status = try await connection.command("status").get()
+    let answered = Date()
+    guard let seconds = status["elapsed"].flatMap(Double.init) else { throw MPDError.garbage("no elapsed in \(status)") }
+    return (seconds, status, asked, answered)
+}
+
+/// A real `mpd` of its own (null output, its own port and folders) whose music directory holds
+/// the sweep, its database updated, and a connection to it.
+struct RunningMPD {
+    let connection: MPDConnection
+    let music: String
+}
+
+func withMPD(_ body: (RunningMPD) async throws -> Void) async throws {
+    let media = try await TestMedia.make()
+    defer { try? FileManager.default.removeItem(atPath: media.directory) }
+    let port = try freePort()
+    let config = media.directory + "/mpd.conf"
+    try """
+        music_directory "\(media.directory)"
+        db_file "\(media.directory)/db"
+        log_file "\(media.directory)/log"
+        state_file "\(media.directory)/state"
+        bind_to_address "127.0.0.1"
+        port "\(port)"
+        auto_update "no"
+        zeroconf_enabled "no"
+        audio_output {
+          type "null"
+          name "null-out"
+          mixer_type "null"
+        }
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+    let mpd = try Spawned(["mpd", "--no-daemon", config], output: media.directory + "/stderr")
+    do {
+        try await withMPD(mpd, port: port, media: media, body)
+    } catch {
+        await mpd.stop()
+        throw error
+    }
+    await mpd.stop()
+}
+
+private func withMPD(_ mpd: Spawned, port: Int, media: TestMedia, _ body: (RunningMPD) async throws -> Void) async throws {
+    try await withLoop { loop in
+        var connection: MPDConnection?
+        let deadline = Date().addingTimeInterval(10)
+        while connection == nil, Date() < deadline, mpd.exited == nil {
+            connection = try? await MPDConnection.connect(host: "127.0.0.1", port: port, on: loop).get()
+            if connection == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let said = (try? String(contentsOfFile: media.directory + "/stderr", encoding: .utf8)) ?? ""
+        let log = (try? String(contentsOfFile: media.directory + "/log", encoding: .utf8)) ?? ""
+        let mpdConnection = try #require(connection, "mpd did not listen on \(port) (exit status: \(String(describing: mpd.exited))): \(said)\n\(log)")
+        // A first start scans in the background: wait until the sweep is in the database.
+        _ = try await mpdConnection.command("update").get()
+        #expect(await eventually { (try? await mpdConnection.command("status").get()["updating_db"]) == .some(nil) })
+        try await body(RunningMPD(connection: mpdConnection, music: media.directory))
+        mpdConnection.close()
+    }
+}
+
+/// A port nothing listens on now.
+func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// A TCP listener on loopback that sends `greeting` on accepting (nil: nothing) and answers
+/// every read with `answer` (nil: never).
+func withListener(greeting: String?, answer: String?, _ body: (any EventLoop, Int) async throws -> Void) async throws {
+    try await withLoop { loop in
+        let server = try await ServerBootstrap(group: loop)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(FakeMPD(greeting: greeting, answer: answer))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        defer { server.close(promise: nil) }
+        try await body(loop, server.localAddress?.port ?? 0)
+    }
+}
+
+private final class FakeMPD: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+    let greeting: String?
+    let answer: String?
+    init(greeting: String?, answer: String?) {
+        self.greeting = greeting
+        self.answer = answer
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        if let greeting { context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: greeting)), promise: nil) }
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard let answer else { return }
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: answer)), promise: nil)
+    }
+}
