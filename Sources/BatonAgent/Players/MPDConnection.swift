@@ -18,6 +18,8 @@ public final class MPDConnection: ChannelInboundHandler, @unchecked Sendable {
     public private(set) var version = ""
     /// Whether the connection is still up.
     public private(set) var isOpen = true
+    /// How long a call waits for its answer when it names no timeout of its own. Set on the loop.
+    public var callTimeout: TimeAmount = .seconds(2)
     /// Told once, when the connection ends, why. Set on the loop.
     public var onClosed: ((MPDError) -> Void)?
 
@@ -58,9 +60,9 @@ public final class MPDConnection: ChannelInboundHandler, @unchecked Sendable {
 
     /// Sends `command` (one line, arguments quoted by ``quoted(_:)``) and answers with the
     /// `key: value` pairs MPD gave, in order; fails with ``MPDError/failed(code:command:message:)``
-    /// for MPD's `ACK`, ``MPDError/timedOut(_:)`` after `timeout` (and the connection ends), or why
+    /// for MPD's `ACK`, ``MPDError/timedOut(_:)`` after `timeout` (nil: ``callTimeout``; the connection ends then), or why
     /// the connection ended.
-    public func command(_ command: String, timeout: TimeAmount = .seconds(2)) -> EventLoopFuture<[MPDPair]> {
+    public func command(_ command: String, timeout: TimeAmount? = nil) -> EventLoopFuture<[MPDPair]> {
         guard eventLoop.inEventLoop else {
             return eventLoop.flatSubmit { self.command(command, timeout: timeout) }
         }
@@ -71,6 +73,7 @@ public final class MPDConnection: ChannelInboundHandler, @unchecked Sendable {
             return eventLoop.makeFailedFuture(MPDError.failed(code: 0, command: "", message: "a command is one line"))
         }
         let promise = eventLoop.makePromise(of: [MPDPair].self)
+        let timeout = timeout ?? callTimeout
         let timer = eventLoop.scheduleTask(in: timeout) { [self] () -> Void in
             end(.timedOut("MPD did not answer \(command.split(separator: " ").first ?? "") within \(timeout.words)"))
         }

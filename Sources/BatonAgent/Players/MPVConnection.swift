@@ -20,6 +20,8 @@ public final class MPVConnection: ChannelInboundHandler, @unchecked Sendable {
     public var onClosed: ((MPVError) -> Void)?
     /// Whether the connection is still up.
     public private(set) var isOpen = true
+    /// How long a call waits for its answer when it names no timeout of its own. Set on the loop.
+    public var callTimeout: TimeAmount = .seconds(2)
 
     /// mpv's lines are short; a longer one is not mpv talking.
     public static let maxLineLength = 1 << 20
@@ -51,8 +53,8 @@ public final class MPVConnection: ChannelInboundHandler, @unchecked Sendable {
 
     /// Sends the command `arguments` (mpv's array form, or an object for the named form) and
     /// answers with its `data` (null when it has none), or fails: ``MPVError/failed(_:)`` with
-    /// mpv's error, ``MPVError/timedOut(_:)`` after `timeout`, or why the connection ended.
-    public func command(_ arguments: JSON, timeout: TimeAmount = .seconds(2)) -> EventLoopFuture<JSON> {
+    /// mpv's error, ``MPVError/timedOut(_:)`` after `timeout` (nil: ``callTimeout``), or why the connection ended.
+    public func command(_ arguments: JSON, timeout: TimeAmount? = nil) -> EventLoopFuture<JSON> {
         guard eventLoop.inEventLoop else {
             return eventLoop.flatSubmit { self.command(arguments, timeout: timeout) }
         }
@@ -62,6 +64,7 @@ public final class MPVConnection: ChannelInboundHandler, @unchecked Sendable {
         let id = nextID
         nextID += 1
         let promise = eventLoop.makePromise(of: JSON.self)
+        let timeout = timeout ?? callTimeout
         let timer = eventLoop.scheduleTask(in: timeout) { [self] () -> Void in
             pending.removeValue(forKey: id)?.promise.fail(MPVError.timedOut("mpv did not answer within \(timeout.words)"))
         }
@@ -71,7 +74,7 @@ public final class MPVConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     /// As ``command(_:timeout:)`` for `get_property`.
-    public func property(_ name: String, timeout: TimeAmount = .seconds(2)) -> EventLoopFuture<JSON> {
+    public func property(_ name: String, timeout: TimeAmount? = nil) -> EventLoopFuture<JSON> {
         command(.array([.string("get_property"), .string(name)]), timeout: timeout)
     }
 
