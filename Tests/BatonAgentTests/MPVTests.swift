@@ -82,6 +82,36 @@ struct MPVPlayerProcessTests {
         }
     }
 
+    @Test("play answers once mpv proves it: loaded, at the position asked, advancing in real time; paused stays paused there")
+    func playWithProof() async throws {
+        try await withMPV { connection, media, _ in
+            let asked = Date()
+            let proof = try await connection.play(media.sweep, from: 7.25).get()
+            #expect(proof.position >= 7.2 && proof.position <= 7.25 + 1.1 * proof.at.timeIntervalSince(asked) + 0.05, "\(proof)")
+            let rate = try #require(proof.rate)
+            #expect(rate > 0.8 && rate < 1.2, "\(proof)")
+            // Replacing it: the proof follows the new entry, not the old one's end.
+            let paused = try await connection.play(media.sweep, from: 20, paused: true).get()
+            #expect(paused.rate == nil)
+            #expect(abs(paused.position - 20) < 0.05, "\(paused)")
+            let state = try await connection.state().get()
+            #expect(state.paused && state.position.map { abs($0 - 20) < 0.05 } == true, "\(state)")
+        }
+    }
+
+    @Test("play refuses what it cannot prove: a missing file cannot open; a start past the end loaded but did not play")
+    func playFailures() async throws {
+        try await withMPV { connection, media, _ in
+            let missing = await #expect(throws: PlaybackFailure.self) { try await connection.play(media.directory + "/nothing.flac", from: 0).get() }
+            if case .cannotOpen? = missing {} else { Issue.record("not cannotOpen: \(String(describing: missing))") }
+            let pastEnd = await #expect(throws: PlaybackFailure.self) { try await connection.play(media.sweep, from: 100).get() }
+            if case .didNotPlay? = pastEnd {} else { Issue.record("not didNotPlay: \(String(describing: pastEnd))") }
+            // mpv still serves.
+            let again = try await connection.play(media.sweep, from: 1).get()
+            #expect(again.position >= 0.95)
+        }
+    }
+
     @Test("a file that is not there: loadfile answers, then an end-file with reason error for that entry")
     func missingFile() async throws {
         try await withMPV { connection, media, _ in

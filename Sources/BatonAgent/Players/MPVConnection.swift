@@ -31,6 +31,9 @@ public final class MPVConnection: ChannelInboundHandler, @unchecked Sendable {
     private var nextID: Int64 = 1
     private var pending: [Int64: (promise: EventLoopPromise<JSON>, timer: Scheduled<Void>)] = [:]
     private var failure: MPVError?
+    /// Who else hears events (``watchEvents(_:)``), by token.
+    private var watchers: [Int: (MPVEvent) -> Void] = [:]
+    private var nextWatcher = 0
 
     private init(eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
@@ -76,6 +79,16 @@ public final class MPVConnection: ChannelInboundHandler, @unchecked Sendable {
     /// As ``command(_:timeout:)`` for `get_property`.
     public func property(_ name: String, timeout: TimeAmount? = nil) -> EventLoopFuture<JSON> {
         command(.array([.string("get_property"), .string(name)]), timeout: timeout)
+    }
+
+    /// Calls `handler` with each event from now on, until the returned stop is called, beside
+    /// ``onEvent``. On the loop.
+    func watchEvents(_ handler: @escaping (MPVEvent) -> Void) -> () -> Void {
+        eventLoop.preconditionInEventLoop()
+        let token = nextWatcher
+        nextWatcher += 1
+        watchers[token] = handler
+        return { [self] in watchers[token] = nil }
     }
 
     /// Closes the connection; calls still waiting fail with ``MPVError/closed(_:)``.
@@ -127,6 +140,7 @@ public final class MPVConnection: ChannelInboundHandler, @unchecked Sendable {
             waiting.promise.completeWith(result.mapError { $0 })
         case .event(let event):
             onEvent?(event)
+            for watcher in watchers.values { watcher(event) }
         case .other:
             break
         }
@@ -147,5 +161,6 @@ public final class MPVConnection: ChannelInboundHandler, @unchecked Sendable {
         onClosed?(reason)
         onClosed = nil
         onEvent = nil
+        watchers = [:]
     }
 }
