@@ -18,22 +18,42 @@ final class ProcessSpawner: @unchecked Sendable {
     /// goes where the agent's goes. Returns why it could not start, if it could not.
     func spawn(_ argv: [String]) -> String? {
         eventLoop.preconditionInEventLoop()
+        switch Self.start(argv, quiet: false) {
+        case .failure(let why):
+            return why.text
+        case .success(let pid):
+            children.insert(pid)
+            if reaping == nil {
+                reaping = eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(100), delay: .milliseconds(250)) { [self] _ in
+                    reap()
+                }
+            }
+            return nil
+        }
+    }
+
+    /// Why a process could not start.
+    struct CannotStart: Error {
+        let text: String
+    }
+
+    /// Starts `argv[0]` (looked up in PATH) with `argv` and standard input on /dev/null; its
+    /// output goes where the agent's goes, or (`quiet`) nowhere. The caller reaps it.
+    static func start(_ argv: [String], quiet: Bool) -> Result<pid_t, CannotStart> {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if quiet {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        }
         let cargs = argv.map { strdup($0) } + [nil]
         defer { for p in cargs { free(p) } }
         var pid: pid_t = 0
         let rc = posix_spawnp(&pid, argv[0], &actions, nil, cargs, environ)
-        guard rc == 0 else { return "cannot start \(argv[0]): \(String(cString: strerror(rc)))" }
-        children.insert(pid)
-        if reaping == nil {
-            reaping = eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(100), delay: .milliseconds(250)) { [self] _ in
-                reap()
-            }
-        }
-        return nil
+        guard rc == 0 else { return .failure(CannotStart(text: "cannot start \(argv[0]): \(String(cString: strerror(rc)))")) }
+        return .success(pid)
     }
 
     private func reap() {

@@ -45,15 +45,10 @@ struct MPVPlayerProcessTests {
             #expect(await events.waitFor { $0.name == "playback-restart" }, "no playback-restart: \(events.names)")
             let first = try await position(connection)
             // From 7.25, not from 0: at most as far past it as the time since loadfile.
-            let since = first.answered.timeIntervalSince(loading)
-            #expect(first.seconds >= 7.2 && first.seconds <= 7.25 + 1.1 * since + 0.05, "at \(first.seconds) \(since) s after loadfile from 7.25")
+            expectStarted(from: 7.25, at: first.seconds, after: first.answered.timeIntervalSince(loading))
             try await Task.sleep(for: .milliseconds(400))
             let second = try await position(connection)
-            // mpv read each position somewhere between its request and its answer: the wall time
-            // between the two readings is within these bounds, however loaded the machine.
-            let moved = second.seconds - first.seconds
-            let least = second.asked.timeIntervalSince(first.answered), most = second.answered.timeIntervalSince(first.asked)
-            #expect(moved >= 0.9 * least - 0.05 && moved <= 1.1 * most + 0.05, "moved \(moved) s in \(least)...\(most) s of wall time")
+            expectRealTime(first, second)
             #expect(try await connection.property("path").get().stringValue == media.sweep)
             #expect(events.events.contains { $0.name == "start-file" && $0.playlistEntryID == entry })
         }
@@ -75,8 +70,7 @@ struct MPVPlayerProcessTests {
             #expect(playing.volume == 100)
             #expect(playing.duration.map { abs($0 - 60) < 0.1 } == true, "duration \(String(describing: playing.duration))")
             let position = try #require(playing.position)
-            let since = playing.at.timeIntervalSince(loading)
-            #expect(position >= 7.2 && position <= 7.25 + 1.1 * since + 0.05, "at \(position), \(since) s after loadfile")
+            expectStarted(from: 7.25, at: position, after: playing.at.timeIntervalSince(loading))
             _ = try await connection.command(.array([.string("set_property"), .string("pause"), .bool(true)])).get()
             #expect(try await connection.state().get().paused)
         }
@@ -87,7 +81,7 @@ struct MPVPlayerProcessTests {
         try await withMPV { connection, media, _ in
             let asked = Date()
             let proof = try await connection.play(media.sweep, from: 7.25).get()
-            #expect(proof.position >= 7.2 && proof.position <= 7.25 + 1.1 * proof.at.timeIntervalSince(asked) + 0.05, "\(proof)")
+            expectStarted(from: 7.25, at: proof.position, after: proof.at.timeIntervalSince(asked))
             let rate = try #require(proof.rate)
             #expect(rate > 0.8 && rate < 1.2, "\(proof)")
             // Replacing it: the proof follows the new entry, not the old one's end.
@@ -206,8 +200,28 @@ struct TestMedia {
     }
 }
 
+/// A position read from a player, and when it was asked for and answered.
+typealias Reading = (seconds: Double, asked: Date, answered: Date)
+
+/// Expects `position`, read `after` seconds after playback from `start` was asked for, to be
+/// from `start` (not 0) and no further on than the time since allows.
+func expectStarted(from start: Double, at position: Double, after: TimeInterval, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(position >= start - 0.05 && position <= start + 1.1 * after + 0.05,
+            "at \(position), \(after) s after asking for \(start)", sourceLocation: sourceLocation)
+}
+
+/// Expects the position to have advanced in real time between two readings. The player read
+/// each somewhere between its request and its answer: the wall time between them is within
+/// these bounds, however loaded the machine.
+func expectRealTime(_ first: Reading, _ second: Reading, sourceLocation: SourceLocation = #_sourceLocation) {
+    let moved = second.seconds - first.seconds
+    let least = second.asked.timeIntervalSince(first.answered), most = second.answered.timeIntervalSince(first.asked)
+    #expect(moved >= 0.9 * least - 0.05 && moved <= 1.1 * most + 0.05,
+            "moved \(moved) s in \(least)...\(most) s of wall time", sourceLocation: sourceLocation)
+}
+
 /// mpv's `time-pos`, and when it was asked for and answered.
-func position(_ connection: MPVConnection) async throws -> (seconds: Double, asked: Date, answered: Date) {
+func position(_ connection: MPVConnection) async throws -> Reading {
     let asked = Date()
     let answer = try await connection.property("time-pos").get()
     let answered = Date()

@@ -23,11 +23,11 @@ public final class MPDConnection: ChannelInboundHandler, @unchecked Sendable {
     /// Told once, when the connection ends, why. Set on the loop.
     public var onClosed: ((MPDError) -> Void)?
 
-    /// MPD's lines are short; a longer one is not MPD talking.
-    public static let maxLineLength = 1 << 20
+    /// The longest line a connection takes; a longer one is not the player talking.
+    public static let maxLineLength = LineBuffer.maxLineLength
 
     private var channel: (any Channel)?
-    private var inbound = ByteBuffer()
+    private var lines = LineBuffer()
     private var greeting: EventLoopPromise<Void>?
     /// Calls in the order they were sent, each with the pairs read for it so far.
     private var waiting: [(command: String, promise: EventLoopPromise<[MPDPair]>, timer: Scheduled<Void>?)] = []
@@ -105,16 +105,13 @@ public final class MPDConnection: ChannelInboundHandler, @unchecked Sendable {
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = unwrapInboundIn(data)
-        inbound.writeBuffer(&bytes)
-        while isOpen, let newline = inbound.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) {
-            let line = inbound.readString(length: newline - inbound.readerIndex) ?? ""
-            inbound.moveReaderIndex(forwardBy: 1)
-            handle(line)
+        lines.append(&bytes)
+        while isOpen, let line = lines.nextLine() {
+            handle(String(buffer: line))
         }
-        if inbound.readableBytes > Self.maxLineLength {
+        if lines.compactIsOverlong() {
             end(.garbage("MPD sent a line longer than \(Self.maxLineLength) bytes"))
         }
-        inbound.discardReadBytes()
     }
 
     public func channelInactive(context: ChannelHandlerContext) {

@@ -23,11 +23,11 @@ public final class MPVConnection: ChannelInboundHandler, @unchecked Sendable {
     /// How long a call waits for its answer when it names no timeout of its own. Set on the loop.
     public var callTimeout: TimeAmount = .seconds(2)
 
-    /// mpv's lines are short; a longer one is not mpv talking.
-    public static let maxLineLength = 1 << 20
+    /// The longest line a connection takes; a longer one is not the player talking.
+    public static let maxLineLength = LineBuffer.maxLineLength
 
     private var channel: (any Channel)?
-    private var inbound = ByteBuffer()
+    private var lines = LineBuffer()
     private var nextID: Int64 = 1
     private var pending: [Int64: (promise: EventLoopPromise<JSON>, timer: Scheduled<Void>)] = [:]
     private var failure: MPVError?
@@ -106,21 +106,17 @@ public final class MPVConnection: ChannelInboundHandler, @unchecked Sendable {
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = unwrapInboundIn(data)
-        inbound.writeBuffer(&bytes)
-        while isOpen, let newline = inbound.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) {
-            let length = newline - inbound.readerIndex
-            let line = inbound.readSlice(length: length)!
-            inbound.moveReaderIndex(forwardBy: 1)
+        lines.append(&bytes)
+        while isOpen, let line = lines.nextLine() {
             do {
                 try handle(MPVMessage(line: line.readableBytesView))
             } catch {
                 end(error)
             }
         }
-        if inbound.readableBytes > Self.maxLineLength {
+        if lines.compactIsOverlong() {
             end(.garbage("mpv sent a line longer than \(Self.maxLineLength) bytes"))
         }
-        inbound.discardReadBytes()
     }
 
     public func channelInactive(context: ChannelHandlerContext) {

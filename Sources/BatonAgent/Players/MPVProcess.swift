@@ -40,9 +40,9 @@ final class MPVProcess: @unchecked Sendable {
             unlink(socket)
             let argv = [executable] + standardArguments(socket: socket) + arguments
             let pid: pid_t
-            switch spawn(argv) {
+            switch ProcessSpawner.start(argv, quiet: true) {
             case .success(let started): pid = started
-            case .failure(let error): return eventLoop.makeFailedFuture(error)
+            case .failure(let why): return eventLoop.makeFailedFuture(MPVError.closed(why.text))
             }
             let process = MPVProcess(pid: pid, socket: socket, eventLoop: eventLoop)
             let promise = eventLoop.makePromise(of: (MPVProcess, MPVConnection).self)
@@ -102,21 +102,5 @@ final class MPVProcess: @unchecked Sendable {
             return
         }
         eventLoop.scheduleTask(in: .milliseconds(20)) { [self] () -> Void in awaitExit(by: deadline) }
-    }
-
-    /// Starts `argv` with standard input, output and error on /dev/null.
-    private static func spawn(_ argv: [String]) -> Result<pid_t, MPVError> {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let cargs = argv.map { strdup($0) } + [nil]
-        defer { for p in cargs { free(p) } }
-        var pid: pid_t = 0
-        let rc = posix_spawnp(&pid, argv[0], &actions, nil, cargs, environ)
-        guard rc == 0 else { return .failure(.closed("cannot start \(argv[0]): \(String(cString: strerror(rc)))")) }
-        return .success(pid)
     }
 }
