@@ -92,6 +92,8 @@ let package = Package(
             dependencies: [
                 "BatonNet", "BatonWire", "BatonCore", "BatonDiscovery", "BatonSecurity",
                 .product(name: "X509", package: "swift-certificates"),
+                // Handoff keys are kept hashed (SHA-256).
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

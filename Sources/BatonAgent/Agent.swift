@@ -29,6 +29,8 @@ public final class Agent: @unchecked Sendable {
     private var providerTaskNames: [ProviderKey: String] = [:]
     /// The `conn` objects of the channels clients open (providers receive them).
     let channelObjects: ChannelObjects
+    /// The players behind apps, by app id.
+    let players: [String: any Player]
 
     /// Call on the runtime's loop.
     private init(runtime: LuaRuntime, configuration: AgentConfiguration, ended: EventLoopFuture<RunOutcome>, logger: Logger) {
@@ -39,6 +41,8 @@ public final class Agent: @unchecked Sendable {
         self.spawner = ProcessSpawner(eventLoop: runtime.eventLoop)
         self.canceller = TaskCanceller(runtime: runtime, logger: logger)
         self.channelObjects = ChannelObjects(runtime: runtime, keepsRunAlive: false)
+        self.players = Self.makePlayers(for: configuration, on: runtime.eventLoop, logger: logger)
+        for player in players.values { player.start() }
     }
 
     /// Runs `config` (nil: no file, the defaults alone) and returns the agent once the
@@ -94,9 +98,13 @@ public final class Agent: @unchecked Sendable {
         if let kind { configuration.device.kind = kind }
     }
 
-    /// Lets the runtime end once nothing else is pending.
+    /// Stops the players the agent started (those it attached to play on), then lets the
+    /// runtime end once nothing else is pending.
     public func stop() {
-        runtime.eventLoop.execute { self.runtime.releaseKeepAlive() }
+        let loop = runtime.eventLoop
+        EventLoopFuture.andAllComplete(players.values.map { $0.shutdown() }, on: loop).whenComplete { _ in
+            self.runtime.releaseKeepAlive()
+        }
     }
 
     // MARK: launching
@@ -134,6 +142,8 @@ public final class Agent: @unchecked Sendable {
                 return runtime.eventLoop.makeSucceededFuture(run(command, uri: uri, data: request.data, for: app.info.id))
             case .lua(let function):
                 return launch(app: app.info.id, function: function, uri: uri, data: request.data, context: context)
+            case .player:
+                return play(uri, app: app.info.id, data: request.data)
             case .none:
                 return runtime.eventLoop.makeSucceededFuture((.protocolUnavailable, "\(app.info.id) cannot be launched"))
             }
@@ -197,7 +207,7 @@ public final class Agent: @unchecked Sendable {
         if caller == .anonymous, !app.info.anonymous {
             return (.notAuthorized, "\(id) serves devices of its own account only (anonymous = true lets others in)")
         }
-        guard app.services[service] != nil else {
+        guard app.services[service] != nil || (service == PlaybackCommand.service && players[id] != nil) else {
             return (.appServiceUnavailable, "\(id) has no service \(service)")
         }
         return (.success, "")

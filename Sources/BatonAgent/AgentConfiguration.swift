@@ -20,6 +20,8 @@ public struct AgentConfiguration: Sendable {
         case lua(LuaReference)
         /// A command run with the URI substituted.
         case command(ArgvTemplate)
+        /// The app's player plays the URI (an app with `player` and no launch of its own).
+        case player
         /// The app cannot be launched, only its services opened.
         case none
     }
@@ -30,6 +32,8 @@ public struct AgentConfiguration: Sendable {
         public var launch: LaunchAction
         /// Service name → provider function `(msg, conn)`.
         public var services: [String: LuaReference]
+        /// The player behind the app, which answers its `baton.playback`.
+        public var player: PlayerConfiguration?
 
         /// Whether the app takes `scheme`.
         public func takes(_ scheme: String) -> Bool { info.schemes.contains(scheme) }

@@ -46,11 +46,12 @@ public final class AgentConfigurationModule: LuaModule, @unchecked Sendable {
         runtime.registerGlobal("app") { [self] call in
             let fields = try Self.fields(
                 call, function: "app",
-                allowed: ["id", "name", "schemes", "launch", "run", "services", "attributes", "anonymous"])
+                allowed: ["id", "name", "schemes", "launch", "run", "services", "attributes", "anonymous", "player"])
             guard let id = try fields.string("id"), !id.isEmpty else { throw HostError.message("app: id is required") }
             guard configuration.app(id) == nil else { throw HostError.message("app: \(id) is already defined") }
             let name = try fields.string("name") ?? id
             let schemes = try (fields.strings("schemes") ?? []).map { $0.lowercased() }
+            let player = try fields.message("player").map { try PlayerConfiguration(fields: $0, app: id) }
             let launch: AgentConfiguration.LaunchAction
             switch (try fields.function("launch"), try fields.strings("run")) {
             case (.some, .some):
@@ -59,6 +60,8 @@ public final class AgentConfigurationModule: LuaModule, @unchecked Sendable {
                 launch = .lua(fn)
             case (nil, .some(let argv)):
                 do { launch = .command(try ArgvTemplate(argv)) } catch { throw HostError.message("app \(id): \(error)") }
+            case (nil, nil) where player != nil:
+                launch = .player
             case (nil, nil):
                 guard schemes.isEmpty else {
                     throw HostError.message("app \(id): it takes schemes, so it needs launch = function or run = {argv...}")
@@ -66,12 +69,15 @@ public final class AgentConfigurationModule: LuaModule, @unchecked Sendable {
                 launch = .none
             }
             let services = try fields.functions("services", keys: "service names") ?? [:]
+            if player != nil, services[PlaybackCommand.service] != nil {
+                throw HostError.message("app \(id): its player answers \(PlaybackCommand.service); give a player or a provider of it, not both")
+            }
             let attributes = try fields.message("attributes") ?? [:]
             let anonymous = try fields.bool("anonymous") ?? false
             let info = AppInfo(
-                id: id, name: name, schemes: schemes, services: services.keys.sorted(),
+                id: id, name: name, schemes: schemes, services: (services.keys + (player != nil ? [PlaybackCommand.service] : [])).sorted(),
                 attributes: attributes, anonymous: anonymous)
-            configuration.apps.append(.init(info: info, launch: launch, services: services))
+            configuration.apps.append(.init(info: info, launch: launch, services: services, player: player))
             return .values(0)
         }
     }

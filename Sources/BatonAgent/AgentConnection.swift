@@ -57,6 +57,7 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         let channel = ServiceChannel(
             connection: self, app: app, service: service, conn: conn,
             provider: agent.configuration.app(app)?.services[service],
+            player: service == PlaybackCommand.service ? agent.players[app] : nil,
             taskName: agent.sharedProviderTaskName(app: app, service: service))
         channels[channelID] = channel
         return connection.eventLoop.makeSucceededFuture(.success(channel))
@@ -86,9 +87,15 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         /// The provider and how reports name its tasks, looked up once, not per request (the
         /// configured apps do not change once the agent runs).
         let provider: LuaReference?
+        /// The app's player, when this is its `baton.playback`.
+        let player: (any Player)?
         let taskName: String
 
-        init(connection: AgentConnection, app: String, service: String, conn: ChannelObjects.Channel, provider: LuaReference?, taskName: String) {
+        init(
+            connection: AgentConnection, app: String, service: String, conn: ChannelObjects.Channel, provider: LuaReference?,
+            player: (any Player)?, taskName: String
+        ) {
+            self.player = player
             self.connection = connection
             self.app = app
             self.service = service
@@ -100,6 +107,13 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         func channel(_ channelID: UInt64, of peer: PeerConnection, request message: ServiceMessage, responder: ServiceResponder) {
             if !message.isChecked, case .failure(let error) = message.values {
                 return responder.respond(ServiceReply(status: .failure, detail: "bad message: \(error)"))
+            }
+            if let player {
+                guard case .success(let values) = message.values else {
+                    return responder.respond(ServiceReply(status: .failure, detail: "bad message"))
+                }
+                PlaybackService.serve(values, player: player, on: peer.eventLoop).whenSuccess { responder.respond($0) }
+                return
             }
             connection.agent.serve(channel: self, message: message, responder: responder)
         }

@@ -20,7 +20,7 @@ struct Baton: ParsableCommand {
             that does not load; 3 timeout.
             """,
         version: "0.1.0",
-        subcommands: [Run.self, AgentCommand.self, DevicesCommand.self, LaunchCommand.self, SendCommand.self, DescribeCommand.self, AccountCommand.self]
+        subcommands: [Run.self, AgentCommand.self, DevicesCommand.self, LaunchCommand.self, SendCommand.self, HandoffCommand.self, DescribeCommand.self, AccountCommand.self]
     )
 
     /// Parses and runs, mapping argument errors to exit code 2 (the usage code Baton promises)

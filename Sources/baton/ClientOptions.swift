@@ -142,41 +142,12 @@ enum MessageText {
         }
         let value: Value
         do {
-            value = try Self.value(json, path: root)
+            value = try Value(json: json, path: root)
         } catch {
             throw ValidationError("Invalid \(option): \(error).")
         }
         guard case .dictionary(let dictionary) = value else { preconditionFailure("an object converts to a dictionary") }
         return dictionary
-    }
-
-    private static func value(_ json: JSON, path: String) throws(ValueError) -> Value {
-        switch json {
-        case .null:
-            throw ValueError(path: path, reason: "null has no message form; leave the key out")
-        case .bool(let b): return .bool(b)
-        case .int(let i): return .int(i)
-        case .double(let d): return .double(d)
-        case .string(let s): return .string(s)
-        case .array(let elements):
-            var items: [Value] = []
-            items.reserveCapacity(elements.count)
-            for (offset, element) in elements.enumerated() {
-                items.append(try value(element, path: ValuePath.element(path, offset + 1)))
-            }
-            // JSON does not tell 2 from 2.0: numbers in one array are all doubles if one is.
-            if items.contains(where: { $0.kind == .double }), items.allSatisfy({ $0.kind == .double || $0.kind == .int }) {
-                items = items.map { if case .int(let i) = $0 { .double(Double(i)) } else { $0 } }
-            }
-            try Value.array(items).validate(path: path)
-            return .array(items)
-        case .object(let members):
-            var dictionary = ValueDictionary(minimumCapacity: members.count)
-            for member in members {
-                dictionary[member.key] = try value(member.value, path: ValuePath.member(path, member.key))
-            }
-            return .dictionary(dictionary)
-        }
     }
 
     /// `value` for a `key: value` line: strings as they are, anything else as compact JSON

@@ -1,3 +1,4 @@
+import BatonCore
 import Foundation
 import NIOCore
 

@@ -3,32 +3,6 @@ import BatonNet
 import Foundation
 import NIOCore
 
-/// How a player proved it plays what it was asked to.
-public struct PlaybackProof: Sendable, Equatable {
-    /// Where it was first found once loaded, and when that was read.
-    public let position: Double
-    public let at: Date
-    /// How fast the position advanced across two readings (1 is real time); nil when it was
-    /// asked to stay paused.
-    public let rate: Double?
-}
-
-/// Why a player did not play as asked.
-public enum PlaybackFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    /// It could not open the media.
-    case cannotOpen(String)
-    /// It loaded the media but did not play it as asked (it ended at once, or did not advance).
-    case didNotPlay(String)
-    /// The player failed: no answer by the deadline, gone, or not talking its protocol.
-    case player(String)
-
-    public var description: String {
-        switch self {
-        case .cannotOpen(let text), .didNotPlay(let text), .player(let text): text
-        }
-    }
-}
-
 extension MPVConnection {
     /// Plays `uri` from `position` seconds (staying paused if `paused`), answered only once
     /// mpv proves it: the file loaded (its `start-file`, then `playback-restart`) and, unless
@@ -125,27 +99,24 @@ private final class PlayAttempt: @unchecked Sendable {
             guard !paused else { return succeed(PlaybackProof(position: first.seconds, at: first.at, rate: nil)) }
             connection.eventLoop.scheduleTask(in: settle) { [self] () -> Void in
                 reading { [self] second in
-                    let moved = second.seconds - first.seconds
-                    let least = second.asked.timeIntervalSince(first.answered), most = second.answered.timeIntervalSince(first.asked)
-                    guard moved >= 0.8 * least - 0.05, moved <= 1.2 * most + 0.05 else {
-                        return fail(.didNotPlay("\(uri) moved \(String(format: "%.3f", moved)) s in \(String(format: "%.3f", least))–\(String(format: "%.3f", most)) s"))
+                    switch PositionReading.proof(from: first, to: second, of: uri) {
+                    case .success(let proof): succeed(proof)
+                    case .failure(let failure): fail(failure)
                     }
-                    succeed(PlaybackProof(position: first.seconds, at: first.at, rate: moved / second.at.timeIntervalSince(first.at)))
                 }
             }
         }
     }
 
-    /// `time-pos`, with when it was asked, answered and (the middle) read.
-    private func reading(_ then: @escaping @Sendable ((seconds: Double, asked: Date, answered: Date, at: Date)) -> Void) {
+    /// `time-pos`, with when it was asked and answered.
+    private func reading(_ then: @escaping @Sendable (PositionReading) -> Void) {
         let asked = Date()
         connection.property("time-pos").whenComplete { [self] result in
             guard !done else { return }
-            let answered = Date()
             switch result {
             case .success(let value):
                 guard let seconds = value.doubleValue else { return fail(.didNotPlay("mpv has no position for \(uri): \(value)")) }
-                then((seconds, asked, answered, asked.addingTimeInterval(answered.timeIntervalSince(asked) / 2)))
+                then(PositionReading(seconds: seconds, asked: asked, answered: Date()))
             case .failure(MPVError.failed(let why)):
                 // No position right after the restart: it ended at once (a start past the end).
                 fail(.didNotPlay("mpv plays nothing of \(uri) from there (its position: \(why))"))

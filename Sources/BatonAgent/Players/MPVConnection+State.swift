@@ -25,7 +25,7 @@ extension MPVConnection {
                 title: value["media-title"]??.stringValue,
                 position: position.0?.doubleValue,
                 duration: value["duration"]??.doubleValue,
-                paused: value["pause"]??.boolValue ?? true,
+                paused: (value["pause"]??.boolValue ?? true) || value["path"]??.stringValue == nil,
                 rate: value["speed"]??.doubleValue ?? 1,
                 volume: value["volume"]??.doubleValue,
                 queue: queue,

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What a player is doing, as the `state` command of `baton.playback` answers (issue 13):
 /// read from mpv's properties or MPD's status, the same fields either way.

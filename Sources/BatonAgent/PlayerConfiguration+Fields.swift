@@ -1,0 +1,43 @@
+import BatonCore
+import BatonLua
+
+extension PlayerConfiguration {
+    /// The `player = {...}` of app `app`: `backend = "mpv"` with `socket`, `args` and
+    /// `executable`, or `backend = "mpd"` with `address` (host:port, default 127.0.0.1:6600)
+    /// and `music_directory`. Errors name the app and the field.
+    init(fields: ValueDictionary, app: String) throws {
+        func fail(_ text: String) -> HostError { .message("app \(app): player: \(text)") }
+        func string(_ key: String) throws -> String? {
+            guard let value = fields[key] else { return nil }
+            guard case .string(let text) = value, !text.isEmpty else { throw fail("\(key) must be a non-empty string") }
+            return text
+        }
+        func allow(_ keys: Set<String>) throws {
+            for key in fields.keys where !keys.contains(key) {
+                throw fail("unknown field '\(key)' (fields: \(keys.sorted().joined(separator: ", ")))")
+            }
+        }
+        switch try string("backend") {
+        case "mpv":
+            try allow(["backend", "socket", "args", "executable"])
+            var arguments: [String] = []
+            if let given = fields["args"] {
+                guard case .array(let items) = given else { throw fail("args must be a list of strings") }
+                for item in items {
+                    guard case .string(let argument) = item else { throw fail("args must be a list of strings") }
+                    arguments.append(argument)
+                }
+            }
+            let socket = try string("socket")
+            if let socket, socket.utf8.count > 100 { throw fail("socket path is too long for a Unix socket (at most 100 bytes)") }
+            self = .mpv(socket: socket, arguments: arguments, executable: try string("executable") ?? "mpv")
+        case "mpd":
+            try allow(["backend", "address", "music_directory"])
+            let text = try string("address") ?? "127.0.0.1:6600"
+            guard let address = RemoteDevice.Endpoint(text) else { throw fail("address must be host:port, got \"\(text)\"") }
+            self = .mpd(host: address.host, port: address.port, musicDirectory: try string("music_directory"))
+        case let other:
+            throw fail("backend must be \"mpv\" or \"mpd\", got \(other.map { "\"\($0)\"" } ?? "nothing")")
+        }
+    }
+}

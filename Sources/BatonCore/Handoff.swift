@@ -1,0 +1,136 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// How a handoff went. `success` alone means the target plays (or holds, paused) from where
+/// the source was and the source was let go as asked.
+public enum HandoffStatus: String, Sendable, CaseIterable {
+    case success
+    /// The source plays nothing: nothing was touched.
+    case nothingPlaying = "nothing_playing"
+    /// The source could not be reached, has no player app, or its player did not answer.
+    case sourceUnavailable = "source_unavailable"
+    /// The target could not be reached, has no such app, or its player did not answer.
+    case targetUnavailable = "target_unavailable"
+    /// The target cannot open what the source plays; the source was not touched.
+    case mediaUnavailable = "media_unavailable"
+    /// The target loaded it but did not play as asked, even after a corrective seek; the
+    /// source plays on.
+    case targetFailed = "target_failed"
+    /// The target plays, but the source did not pause or stop: both play now.
+    case sourceStopFailed = "source_stop_failed"
+    /// A phase did not end by the handoff's deadline; the source plays on.
+    case timeout
+    /// The handoff was cancelled; the source plays on.
+    case cancelled
+}
+
+/// What to hand off and how.
+public struct HandoffOptions: Sendable, Equatable {
+    /// What becomes of the source once the target plays.
+    public enum SourcePolicy: String, Sendable, CaseIterable { case pause, stop, keep }
+    /// Whether the target takes the source's volume (`copy`) or keeps its own.
+    public enum VolumePolicy: String, Sendable, CaseIterable { case keep, copy }
+
+    /// The player app on both devices; nil: the first app of each that answers `baton.playback`.
+    public var app: String?
+    public var source: SourcePolicy = .pause
+    public var volume: VolumePolicy = .keep
+    /// The whole handoff's deadline; every phase gets what is left of it.
+    public var timeout: Duration = .seconds(15)
+    /// A handoff with a key already used within ``keyWindow`` is not done again: the first
+    /// one's report is the answer.
+    public var key: String?
+    public var keyWindow: Duration = .seconds(600)
+    /// How far (seconds) the target may start from where the source is and be left there;
+    /// further, one corrective seek (relative to where it is, so the request's own delay does
+    /// not count) puts it right.
+    public var precision: Double = 0.02
+    /// How far (seconds) the target may still be after the corrective seek; further, the target
+    /// failed (it ignores where it is told to play).
+    public var tolerance: Double = 0.25
+
+    public init() {}
+}
+
+/// What a handoff did, as `baton.handoff` returns it and `baton handoff --json` prints it.
+public struct HandoffReport: Sendable, Equatable {
+    public var status: HandoffStatus
+    /// For people: why, when not `success`.
+    public var detail = ""
+    /// The Rome status underneath, when a request to a device ended in one
+    /// (`remote_system_unavailable`, `app_not_installed`, ...).
+    public var deviceStatus: String?
+    /// What was handed off.
+    public var uri: String?
+    /// Where the source was when it was let go, and where the target was at that moment
+    /// (seconds), and the difference in milliseconds (target minus source).
+    public var positionAtSource: Double?
+    public var positionAtTarget: Double?
+    public var positionErrorMs: Double?
+    /// How long both played (positive) or neither did (negative) at the switch, from the two
+    /// players' own readings; nil when the source kept playing or both were paused.
+    public var overlapMs: Double?
+    /// From the call to the target confirmed and the source let go.
+    public var latencyMs: Double = 0
+    /// Each phase's time, in order: find, open, read, start, confirm, switch.
+    public var phases: [(name: String, ms: Double)] = []
+    /// Whether the target needed a corrective seek.
+    public var corrected = false
+    /// Whether a failure undid what the handoff had started on the target.
+    public var rolledBack = false
+    /// Whether the source was paused (the target was then started paused).
+    public var paused = false
+    /// The key, and whether this report is the one a first handoff with it made.
+    public var key: String?
+    public var repeated = false
+
+    public init(status: HandoffStatus, detail: String = "") {
+        self.status = status
+        self.detail = detail
+    }
+
+    public static func == (a: HandoffReport, b: HandoffReport) -> Bool { a.message == b.message }
+
+    /// The report as a message (and JSON): snake-case fields, absent when unknown; `phases`
+    /// as `{name = ms}`.
+    public var message: ValueDictionary {
+        var message: ValueDictionary = [
+            "status": .string(status.rawValue), "latency_ms": .double(latencyMs), "corrected": .bool(corrected),
+            "rolled_back": .bool(rolledBack), "paused": .bool(paused), "repeated": .bool(repeated),
+            "phases": .dictionary(ValueDictionary(phases.map { ($0.name, Value.double($0.ms)) })),
+        ]
+        if !detail.isEmpty { message["detail"] = .string(detail) }
+        if let deviceStatus { message["device_status"] = .string(deviceStatus) }
+        if let uri { message["uri"] = .string(uri) }
+        if let positionAtSource { message["position_at_source"] = .double(positionAtSource) }
+        if let positionAtTarget { message["position_at_target"] = .double(positionAtTarget) }
+        if let positionErrorMs { message["position_error_ms"] = .double(positionErrorMs) }
+        if let overlapMs { message["overlap_ms"] = .double(overlapMs) }
+        if let key { message["key"] = .string(key) }
+        return message
+    }
+
+    /// The report `message` holds (as written by ``message``); nil when it holds none.
+    public init?(message: ValueDictionary) {
+        guard let text = message.string("status"), let status = HandoffStatus(rawValue: text) else { return nil }
+        self.init(status: status, detail: message.string("detail") ?? "")
+        deviceStatus = message.string("device_status")
+        uri = message.string("uri")
+        positionAtSource = message.number("position_at_source")
+        positionAtTarget = message.number("position_at_target")
+        positionErrorMs = message.number("position_error_ms")
+        overlapMs = message.number("overlap_ms")
+        latencyMs = message.number("latency_ms") ?? 0
+        corrected = message.bool("corrected") ?? false
+        rolledBack = message.bool("rolled_back") ?? false
+        paused = message.bool("paused") ?? false
+        repeated = message.bool("repeated") ?? false
+        key = message.string("key")
+        if case .dictionary(let phases)? = message["phases"] {
+            self.phases = phases.compactMap { name, value in phases.number(name).map { (name, $0) } }
+        }
+    }
+}
