@@ -172,6 +172,8 @@ let package = Package(
             name: "BatonNetTests",
             dependencies: [
                 "BatonClient", "BatonNet", "BatonWire", "BatonCore", "BatonSecurity",
+                // The handoff tests read real players over their own sockets.
+                "BatonAgent",
                 .product(name: "X509", package: "swift-certificates"),
                 // Keys and certificates of strangers, made by hostile-client tests.
                 .product(name: "Crypto", package: "swift-crypto"),

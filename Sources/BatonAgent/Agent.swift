@@ -99,12 +99,14 @@ public final class Agent: @unchecked Sendable {
     }
 
     /// Stops the players the agent started (those it attached to play on), then lets the
-    /// runtime end once nothing else is pending.
-    public func stop() {
+    /// runtime end once nothing else is pending; the future completes once the players are
+    /// stopped.
+    @discardableResult
+    public func stop() -> EventLoopFuture<Void> {
         let loop = runtime.eventLoop
-        EventLoopFuture.andAllComplete(players.values.map { $0.shutdown() }, on: loop).whenComplete { _ in
-            self.runtime.releaseKeepAlive()
-        }
+        let stopped = EventLoopFuture.andAllComplete(players.values.map { $0.shutdown() }, on: loop)
+        stopped.whenComplete { _ in self.runtime.releaseKeepAlive() }
+        return stopped
     }
 
     // MARK: launching

@@ -38,7 +38,8 @@ final class ProcessSpawner: @unchecked Sendable {
     }
 
     /// Starts `argv[0]` (looked up in PATH) with `argv` and standard input on /dev/null; its
-    /// output goes where the agent's goes, or (`quiet`) nowhere. The caller reaps it.
+    /// output goes where the agent's goes, or (`quiet`) nowhere; every signal unblocked and at
+    /// its default. The caller reaps it.
     static func start(_ argv: [String], quiet: Bool) -> Result<pid_t, CannotStart> {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -48,10 +49,21 @@ final class ProcessSpawner: @unchecked Sendable {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         }
+        // The agent blocks SIGTERM and SIGINT to wait for them; a child must not inherit that,
+        // nor signals the agent ignores, or it could not be stopped with them.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t(), all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         let cargs = argv.map { strdup($0) } + [nil]
         defer { for p in cargs { free(p) } }
         var pid: pid_t = 0
-        let rc = posix_spawnp(&pid, argv[0], &actions, nil, cargs, environ)
+        let rc = posix_spawnp(&pid, argv[0], &actions, &attributes, cargs, environ)
         guard rc == 0 else { return .failure(CannotStart(text: "cannot start \(argv[0]): \(String(cString: strerror(rc)))")) }
         return .success(pid)
     }

@@ -12,6 +12,8 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
     /// The client and directory it reaches devices through.
     public let access: DeviceAccess
     private var channels: ChannelObjects?
+    /// The handoffs going on, so that a cancelled task's roll back.
+    let handoffs = RunningHandoffs()
 
     /// A module reaching devices through `access` (share it with the run's ``DiscoveryModule``).
     public init(access: DeviceAccess) {
@@ -25,6 +27,7 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
         channels = ChannelObjects(runtime: runtime, keepsRunAlive: true)
         runtime.register("launch", in: m, qualifier: "baton") { [self] call in try launch(call) }
         runtime.register("find", in: m, qualifier: "baton") { [self] call in try find(call) }
+        runtime.register("handoff", in: m, qualifier: "baton") { [self] call in try handoff(call) }
 
         lua.newTable()
         runtime.register("open", in: -1, qualifier: "baton.appservice") { [self] call in try openService(call) }
@@ -43,9 +46,10 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
         access.stop()
     }
 
-    /// Closes the channels `task` opened.
+    /// Closes the channels `task` opened and cancels its handoffs.
     public func taskCancelled(_ task: LuaTaskID, in runtime: LuaRuntime) {
         channels?.closeAll(ownedBy: task)
+        handoffs.cancel(ownedBy: task)
     }
 
     // MARK: devices

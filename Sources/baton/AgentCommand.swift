@@ -199,7 +199,8 @@ struct AgentCommand: ParsableCommand {
         // The goodbye first, so that watchers drop the device before its port closes.
         try? advertiser?.stop().wait()
         try? server.shutdown().wait()
-        agent.stop()
+        // The players the agent started stop with it (each within its grace).
+        try? agent.stop().wait()
         Baton.exitProcess(0)
     }
 

@@ -251,11 +251,11 @@ func withMPV(_ body: (MPVConnection, TestMedia, MPVProcess) async throws -> Void
     do {
         try await body(connection, media, process)
     } catch {
-        try? await process.eventLoop.submit { process.stop() }.get()
+        try? await process.stop().get()
         throw error
     }
-    try await process.eventLoop.submit { process.stop() }.get()
-    #expect(await eventually { (try? await process.eventLoop.submit { process.reap() }.get()) != nil }, "mpv did not stop")
+    try await process.stop().get()
+    #expect(try await process.eventLoop.submit { process.reap() }.get() != nil, "mpv did not stop")
     }
 }
 

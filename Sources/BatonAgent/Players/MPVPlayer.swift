@@ -156,15 +156,14 @@ final class MPVPlayer: Player, @unchecked Sendable {
     }
 
     func shutdown() -> EventLoopFuture<Void> {
-        eventLoop.submit { [self] in
+        eventLoop.flatSubmit { [self] in
             stopping = true
             connection?.close()
             connection = nil
-            if let process {
-                logger.info("stopping mpv", metadata: ["pid": "\(process.pid)"])
-                process.stop()
-            }
-            process = nil
+            guard let process else { return eventLoop.makeSucceededVoidFuture() }
+            self.process = nil
+            logger.info("stopping mpv", metadata: ["pid": "\(process.pid)"])
+            return process.stop()
         }
     }
 }

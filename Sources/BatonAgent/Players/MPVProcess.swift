@@ -79,19 +79,24 @@ final class MPVProcess: @unchecked Sendable {
         return status
     }
 
-    /// Stops it: SIGTERM, then SIGKILL if it has not exited within `grace`; reaped either way.
-    /// Its socket file is removed.
-    func stop(grace: TimeAmount = .seconds(2)) {
-        guard reap() == nil else { return }
-        kill(pid, SIGTERM)
-        awaitExit(by: .now() + grace)
+    /// Stops it: SIGTERM, then SIGKILL if it has not exited within `grace`; reaped either way,
+    /// and its socket file removed, when the future completes.
+    @discardableResult
+    func stop(grace: TimeAmount = .seconds(2)) -> EventLoopFuture<Void> {
+        let stopped = eventLoop.makePromise(of: Void.self)
+        eventLoop.execute { [self] in
+            guard reap() == nil else { return stopped.succeed() }
+            kill(pid, SIGTERM)
+            awaitExit(by: .now() + grace, stopped)
+        }
+        return stopped.futureResult
     }
 
     /// Reaps it once it exits; at `deadline`, kills it.
-    private func awaitExit(by deadline: NIODeadline) {
+    private func awaitExit(by deadline: NIODeadline, _ stopped: EventLoopPromise<Void>) {
         if reap() != nil {
             unlink(socket)
-            return
+            return stopped.succeed()
         }
         guard NIODeadline.now() < deadline else {
             kill(pid, SIGKILL)
@@ -99,8 +104,8 @@ final class MPVProcess: @unchecked Sendable {
             waitpid(pid, &status, 0)
             exitStatus = status
             unlink(socket)
-            return
+            return stopped.succeed()
         }
-        eventLoop.scheduleTask(in: .milliseconds(20)) { [self] () -> Void in awaitExit(by: deadline) }
+        eventLoop.scheduleTask(in: .milliseconds(20)) { [self] () -> Void in awaitExit(by: deadline, stopped) }
     }
 }
