@@ -1,14 +1,12 @@
--- The living-room TV: its player launches whatever URI it is handed. Here the "player" is a
--- command that writes what it was asked to play to a file (BATON_DEMO_OUT), so the demo can
--- show it; on a real TV it would be mpv or a browser.
+-- The living-room TV: a real mpv behind the player app, like the phone's. Launching a file:
+-- URI on the app plays it (and answers success once mpv proves it plays).
 device{ name = "Living Room TV", kind = "tv", model = "X-900", manufacturer = "Example" }
 
-local out = os.getenv("BATON_DEMO_OUT") or "/tmp/baton-demo-tv.txt"
+local dir = os.getenv("BATON_DEMO_DIR") or "/tmp"
 
 app{
-  id = "org.example.player", name = "Player", schemes = { "media", "https" },
-  -- argv, never a shell: the URI and the position arrive as arguments of their own.
-  run = { "sh", "-c", 'printf "now playing %s from %s s\n" "$1" "$2" > "$3"', "sh", "{uri}", "{data.position}", out },
+  id = "org.example.player", name = "Player", schemes = { "file", "https" },
+  player = { backend = "mpv", socket = dir .. "/tv-mpv.sock", args = { "--ao=null", "--no-video" } },
   services = {
     ["com.example.ping"] = function(msg) return { Type = "pong", CreationDate = msg.CreationDate } end,
   },
