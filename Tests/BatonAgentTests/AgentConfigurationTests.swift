@@ -42,10 +42,35 @@ struct AgentConfigurationTests {
         ("app{ id = 'a', services = { s = 'not a function' } }", "agent.lua:1: app: services must map service names to functions, got a string"),
         ("app{ id = 'a', schemes = {1} , run = {'x'} }", "agent.lua:1: app: schemes[1] must be a string, got number"),
         ("app{ id = 'a', attributes = { list = {1, 'x'} } }", "agent.lua:1: app: attributes.list[2]: expected number like list[1], got string"),
+        ("app{ id = 'a', player = { backend = 'vlc' } }", "agent.lua:1: app a: player: backend must be \"mpv\" or \"mpd\", got \"vlc\""),
+        ("app{ id = 'a', player = {} }", "agent.lua:1: app a: player: backend must be \"mpv\" or \"mpd\", got nothing"),
+        ("app{ id = 'a', player = { backend = 'mpv', sockett = '/x' } }", "agent.lua:1: app a: player: unknown field 'sockett' (fields: args, backend, executable, socket)"),
+        ("app{ id = 'a', player = { backend = 'mpv', args = {1} } }", "agent.lua:1: app a: player: args must be a list of strings"),
+        ("app{ id = 'a', player = { backend = 'mpv', socket = '/' .. string.rep('s', 120) } }", "agent.lua:1: app a: player: socket path is too long for a Unix socket (at most 100 bytes)"),
+        ("app{ id = 'a', player = { backend = 'mpd', address = 'nowhere' } }", "agent.lua:1: app a: player: address must be host:port, got \"nowhere\""),
+        ("app{ id = 'a', player = { backend = 'mpd', socket = '/x' } }", "agent.lua:1: app a: player: unknown field 'socket' (fields: address, backend, music_directory)"),
+        ("app{ id = 'a', player = 'mpv' }", "agent.lua:1: app: player must be a table, got string"),
+        ("app{ id = 'a', player = { backend = 'mpd' }, services = { ['baton.playback'] = print } }", "agent.lua:1: app a: its player answers baton.playback; give a player or a provider of it, not both"),
         ("error('broken')", "agent.lua:1: broken"),
         ("x = = 1", "agent.lua:1: unexpected symbol near '='"),
     ])
     func mistakes(config: String, expected: String) async {
         #expect(await configurationError(config) == expected)
+    }
+
+    @Test("an app with a player answers baton.playback, and a player app without launch plays what it is launched with")
+    func playerApps() async throws {
+        let agent = try await startAgent("""
+            app{ id = "org.example.music", schemes = {"file"},
+                 player = { backend = "mpd", address = "127.0.0.1:1", music_directory = "/srv/music" },
+                 services = { ping = function() return {} end } }
+            """)
+        defer { agent.stop() }
+        let app = try #require(agent.configuration.app("org.example.music"))
+        #expect(app.info.services == ["baton.playback", "ping"])
+        #expect(app.player == .mpd(host: "127.0.0.1", port: 1, musicDirectory: "/srv/music"))
+        guard case .player = app.launch else { Issue.record("launch is \(app.launch), not the player"); return }
+        // The channel opens whether or not MPD answers yet: the player is reached when asked.
+        #expect(agent.openStatus(app: "org.example.music", service: "baton.playback").0 == .success)
     }
 }

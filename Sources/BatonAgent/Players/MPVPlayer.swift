@@ -158,12 +158,16 @@ final class MPVPlayer: Player, @unchecked Sendable {
     func shutdown() -> EventLoopFuture<Void> {
         eventLoop.flatSubmit { [self] in
             stopping = true
-            connection?.close()
-            connection = nil
-            guard let process else { return eventLoop.makeSucceededVoidFuture() }
-            self.process = nil
-            logger.info("stopping mpv", metadata: ["pid": "\(process.pid)"])
-            return process.stop()
+            // An mpv being started now is stopped too, once it is.
+            let pending = connecting.map { $0.map { _ in }.recover { _ in } } ?? eventLoop.makeSucceededVoidFuture()
+            return pending.flatMap { [self] in
+                connection?.close()
+                connection = nil
+                guard let process else { return eventLoop.makeSucceededVoidFuture() }
+                self.process = nil
+                logger.info("stopping mpv", metadata: ["pid": "\(process.pid)"])
+                return process.stop()
+            }
         }
     }
 }

@@ -91,6 +91,41 @@
 //   carries no meaning: a receiver may reorder them (a Lua service echoes a message from a
 //   table, which has no order), so compare dictionaries as maps.
 //
+// PLAYBACK: THE baton.playback SERVICE
+//   Every app backed by a player (mpv, MPD, or a provider written in Lua) answers the
+//   well-known service `baton.playback`; a handoff uses nothing else, so any client can hand
+//   playback between devices. Open it with OpenServiceRequest(service "baton.playback", app
+//   the player app's id: DescribeResponse lists it among the app's services). Each request is a
+//   Dictionary with `command` (a string) and the fields below; numbers are doubles or
+//   integers, positions and durations in seconds, volumes from 0 to 100.
+//
+//     command "state"                     what plays now
+//     command "play"   uri | queue, index, position, paused, volume, muted
+//                      uri: one URI or path; or queue: an array of them, and index: the entry
+//                      to play (0-based, default 0). position: where to start (default 0).
+//                      paused: load it paused there (default false). volume: set first.
+//                      muted: play it muted (a handoff unmutes it at the switch).
+//     command "pause", "resume", "stop"
+//     command "seek"   position | by       to a position, or by seconds from wherever the
+//                                          player is when the request arrives (negative: back)
+//     command "volume" level
+//     command "mute"   muted
+//
+//   `state`, and every command but `play`, is answered with the player's state after it:
+//     uri (absent when nothing is loaded), title, position, duration, paused (true when
+//     nothing is loaded or advancing), rate (1 is real time), volume, queue (array of URIs),
+//     index, and at: the date at which `position` was read (the player's device's clock).
+//   `play` is answered only once the player proved it plays: the media loaded and, unless
+//   paused, the position advancing at about real speed across two readings, with no
+//   end-of-file in between. Its answer: position (where it was first found playing), at (when
+//   that was read), rate (the speed measured across the readings; absent when paused).
+//   A player that cannot do as asked answers RESPONSE_STATUS_SUCCESS (the service answered)
+//   with `error` and `detail`: error "cannot_open" (the media cannot be opened there: a file
+//   that is not readable on that device is found before the player is touched), "did_not_play"
+//   (loaded, but it ended at once or did not advance), "player_failed" (the player is gone,
+//   did not answer by its deadline, or answered garbage), "bad_request" (a command or field
+//   this service does not take).
+//
 // ACCOUNTS
 //   Every device holds a P-256 key and an X.509 certificate naming its id as the URI SAN
 //   `urn:uuid:ID` (ID a lower-case UUID), signed by its account's CA (a self-signed P-256

@@ -331,6 +331,41 @@ struct HandoffTests {
         await mpd.stop()
     }
 
+    @Test("baton handoff: success on stdout and exit 0; --json; a failure's status on stderr with its exit code; usage errors exit 2")
+    func commandLine() async throws {
+        let media = try await Media.make()
+        let phone = try await PlayerAgent.mpv("Phone")
+        let tv = try await PlayerAgent.mpv("TV")
+        try await play(media.sweep, on: phone)
+        let (from, to) = ("\(phone.address)", "\(tv.address)")
+        var result = try await runBaton(["handoff", from, to, "--timeout", "30s"])
+        #expect(result.code == 0, "\(result)")
+        #expect(result.stdout.hasPrefix("success: \(to) plays \(media.sweep) from "), "\(result)")
+        #expect(result.stdout.contains("phases: find"))
+        #expect(try await reading(try await phone.mpv()).paused)
+
+        result = try await runBaton(["handoff", to, from, "--json", "--source", "stop", "--timeout", "30s"])
+        #expect(result.code == 0, "\(result)")
+        let report = try #require(result.json())
+        #expect(report["status"]?.stringValue == "success")
+        #expect(report["position_error_ms"]?.doubleValue != nil)
+        #expect(try await reading(try await tv.mpv()).path == nil)
+
+        result = try await runBaton(["handoff", from, "127.0.0.1:1"])
+        #expect(result.code == 69)
+        #expect(result.stderr.hasPrefix("target_unavailable: "), "\(result)")
+        result = try await runBaton(["handoff", to, from])
+        #expect(result.code == 1)
+        #expect(result.stderr.hasPrefix("nothing_playing: "), "\(result)")
+        for bad in [["--source", "drop"], ["--volume", "loud"], ["--timeout", "0s"], ["--key", ""]] {
+            result = try await runBaton(["handoff", from, to] + bad)
+            #expect(result.code == 2, "\(bad): \(result)")
+            #expect(result.stderr.contains("Invalid"), "\(bad): \(result)")
+        }
+        await phone.stop()
+        await tv.stop()
+    }
+
     @Test("the audio the target produced starts where the source was: the sweep's pitch at its first samples")
     func audioAtHandoffPosition() async throws {
         let media = try await Media.make()
