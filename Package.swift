@@ -125,6 +125,8 @@ let package = Package(
             name: "baton-bench",
             dependencies: [
                 "BatonLua", "BatonCore", "CLuaShim", "BatonClient", "BatonNet", "BatonSecurity", "BatonWire",
+                // The handoff figures watch the players over their own sockets.
+                "BatonAgent",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

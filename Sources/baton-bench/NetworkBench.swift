@@ -17,15 +17,15 @@ final class AgentProcess {
     let address: DeviceAddress
     let folder: URL
 
-    init(baton: String, insecure: Bool, arguments: [String] = []) throws {
+    init(baton: String, insecure: Bool, arguments: [String] = [], config text: String? = nil) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("baton-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let config = folder.appendingPathComponent("agent.lua")
-        try """
+        try (text ?? """
             device{ name = "Bench", kind = "desktop" }
             app{ id = "bench", schemes = {"bench"}, launch = function(uri, data) return "success" end,
                  services = { echo = function(msg) return msg end, idle = function() return {} end } }
-            """.write(to: config, atomically: true, encoding: .utf8)
+            """).write(to: config, atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: baton)
         process.arguments = ["agent", "--config", config.path, "--listen", "127.0.0.1:0", "-q", "--max-message", "16M", "--no-mdns"]
             + (insecure ? ["--insecure"] : []) + arguments

@@ -132,13 +132,17 @@ let emptyScript = args.count > 2 ? args[2] : "/dev/null"
 
 // For profiling runs only: BATON_BENCH_ONLY=requests measures the request/response figures
 // alone (no in-process figures, no launch or memory rows); =tls, those and TLS's; =pipelined,
-// only pipelined requests, for long enough to profile. The default runs everything.
+// only pipelined requests, for long enough to profile; =handoff, the handoff figures. The
+// default runs everything.
 switch ProcessInfo.processInfo.environment["BATON_BENCH_ONLY"] {
 case "requests"?:
     do { try networkBench(baton: batonPath, requestsOnly: true) } catch { print("network benchmark failed: \(error)") }
     exit(0)
 case "pipelined"?:
     do { try pipelinedBench(baton: batonPath) } catch { print("network benchmark failed: \(error)") }
+    exit(0)
+case "handoff"?:
+    do { try handoffBench(baton: batonPath) } catch { print("handoff benchmark failed: \(error)") }
     exit(0)
 case "tls"?:
     do { try networkBench(baton: batonPath, requestsOnly: true, tls: true) } catch { print("network benchmark failed: \(error)") }
@@ -172,4 +176,9 @@ do {
     try networkBench(baton: batonPath)
 } catch {
     print("network benchmark failed: \(error)")
+}
+do {
+    try handoffBench(baton: batonPath)
+} catch {
+    print("handoff benchmark failed: \(error)")
 }
