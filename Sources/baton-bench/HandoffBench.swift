@@ -221,21 +221,8 @@ private final class BenchMPD: @unchecked Sendable {
 private func startMPD(_ path: String, music: String, folder: URL, on loop: any EventLoop) throws -> BenchMPD {
     let port = try freePort()
     let config = folder.appendingPathComponent("mpd.conf")
-    try """
-        music_directory "\(music)"
-        db_file "\(folder.path)/mpd.db"
-        log_file "\(folder.path)/mpd.log"
-        state_file "\(folder.path)/mpd.state"
-        bind_to_address "127.0.0.1"
-        port "\(port)"
-        auto_update "no"
-        zeroconf_enabled "no"
-        audio_output {
-          type "null"
-          name "null-out"
-          mixer_type "null"
-        }
-        """.write(to: config, atomically: true, encoding: .utf8)
+    try MPDConnection.headlessConfiguration(musicDirectory: music, stateDirectory: folder.path, port: port)
+        .write(to: config, atomically: true, encoding: .utf8)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = ["--no-daemon", config.path]

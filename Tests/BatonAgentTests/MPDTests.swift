@@ -178,21 +178,8 @@ func withMPD(_ body: (RunningMPD) async throws -> Void) async throws {
 /// mpd's configuration for `media`'s folder and `port`: a null output, no scanning by itself.
 private func mpdConfig(_ media: TestMedia, port: Int) throws -> String {
     let config = media.directory + "/mpd.conf"
-    try """
-        music_directory "\(media.directory)"
-        db_file "\(media.directory)/db"
-        log_file "\(media.directory)/log"
-        state_file "\(media.directory)/state"
-        bind_to_address "127.0.0.1"
-        port "\(port)"
-        auto_update "no"
-        zeroconf_enabled "no"
-        audio_output {
-          type "null"
-          name "null-out"
-          mixer_type "null"
-        }
-        """.write(toFile: config, atomically: true, encoding: .utf8)
+    try MPDConnection.headlessConfiguration(musicDirectory: media.directory, stateDirectory: media.directory, port: port)
+        .write(toFile: config, atomically: true, encoding: .utf8)
     return config
 }
 

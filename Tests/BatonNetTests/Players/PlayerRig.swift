@@ -220,21 +220,8 @@ final class RunningMPD: @unchecked Sendable {
         for _ in 1...3 {
             let port = try freeTCPPort()
             let config = directory.file("mpd-\(port).conf")
-            try directory.write("mpd-\(port).conf", """
-                music_directory "\(music)"
-                db_file "\(directory.file("mpd-db"))"
-                log_file "\(directory.file("mpd-log"))"
-                state_file "\(directory.file("mpd-state"))"
-                bind_to_address "127.0.0.1"
-                port "\(port)"
-                auto_update "no"
-                zeroconf_enabled "no"
-                audio_output {
-                  type "null"
-                  name "null-out"
-                  mixer_type "null"
-                }
-                """)
+            try directory.write("mpd-\(port).conf", MPDConnection.headlessConfiguration(
+                musicDirectory: music, stateDirectory: directory.path, port: port))
             let process = try ChildProcess(
                 "/usr/bin/mpd", ["--no-daemon", config], environment: ChildProcess.environment([:]),
                 stdout: directory.file("mpd-out"), stderr: directory.file("mpd-err"))
