@@ -203,6 +203,8 @@ final class HandoffRun: @unchecked Sendable {
             try checkCancelled()
             return proof
         case .failed(.cannotOpen(let why)):
+            // Refused before it played anything: whatever the target played before plays on.
+            targetTouched = false
             throw Stop(status: .mediaUnavailable, detail: "the target cannot open \(request.uri): \(why)")
         case .failed(let failure):
             throw Stop(status: .targetFailed, detail: "the target did not play \(request.uri): \(failure)")

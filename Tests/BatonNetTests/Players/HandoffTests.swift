@@ -123,7 +123,7 @@ struct HandoffTests {
         await tv.stop()
     }
 
-    @Test("a file the target cannot read: media_unavailable before the source is touched; the source plays on")
+    @Test("a file the target cannot read: media_unavailable before either player is touched; both play on as they did")
     func mediaUnavailable() async throws {
         let media = try await Media.make()
         let phone = try await PlayerAgent.mpv("Phone")
@@ -133,12 +133,17 @@ struct HandoffTests {
         try await play(only, on: phone)
         // mpv keeps the file it opened; nobody else can open it now.
         try FileManager.default.removeItem(atPath: only)
+        // The TV plays something of its own, and goes on with it.
+        try await play(media.file("a.flac"), on: tv)
         let report = await handoff(phone, tv)
         #expect(report.status == .mediaUnavailable, "\(report.message)")
         #expect(report.detail.contains("only-here.flac"))
+        #expect(!report.rolledBack)
         let source = try await reading(try await phone.mpv())
         #expect(!source.paused)
-        #expect(try await reading(try await tv.mpv()).path == nil)
+        let target = try await reading(try await tv.mpv())
+        #expect(target.path == media.file("a.flac"))
+        #expect(!target.paused)
         await phone.stop()
         await tv.stop()
     }
@@ -221,6 +226,42 @@ struct HandoffTests {
         #expect(PlaybackState(message: try await lua.playback(client, .state))?.uri == nil)
         await phone.stop()
         await lua.stop()
+    }
+
+    @Test("a source that will not pause: source_stop_failed; the target plays, nothing is rolled back")
+    func sourceStopFailed() async throws {
+        let media = try await Media.make()
+        let stubborn = try await PlayerAgent.lua("Stubborn phone", .refusesToPause)
+        let tv = try await PlayerAgent.mpv("TV")
+        _ = try await stubborn.playback(client, .play(.init(queue: [media.sweep], position: 15)))
+        let report = await handoff(stubborn, tv)
+        #expect(report.status == .sourceStopFailed, "\(report.message)")
+        #expect(report.detail.contains("would not pause"))
+        #expect(!report.rolledBack)
+        #expect(!(try await reading(try await tv.mpv())).paused)
+        #expect(PlaybackState(message: try await stubborn.playback(client, .state))?.paused == false)
+        await stubborn.stop()
+        await tv.stop()
+    }
+
+    @Test("the target's real mpv killed while it proves it plays: target_failed, the source plays on")
+    func targetMPVKilledMidHandoff() async throws {
+        let media = try await Media.make()
+        let phone = try await PlayerAgent.mpv("Phone")
+        let tv = try await PlayerAgent.mpv("TV")
+        try await play(media.sweep, on: phone)
+        let tvMPV = try await tv.mpv()
+        let pid = try #require(try await tvMPV.property("pid").get().intValue)
+        let client = self.client
+        let running = Task { await client.handoff(from: phone.target, to: tv.target) }
+        // The proof takes two readings 0.3 s apart: the file is loaded well before it ends.
+        #expect(await eventually { (try? await tvMPV.property("path").get().stringValue) != nil })
+        kill(pid_t(pid), SIGKILL)
+        let report = await running.value
+        #expect(report.status == .targetFailed, "\(report.message)")
+        #expect(!(try await reading(try await phone.mpv())).paused)
+        await phone.stop()
+        await tv.stop()
     }
 
     @Test("a Lua-provider player hands off to mpv and back")

@@ -126,11 +126,14 @@ enum LuaPlayer {
     case ignoresOffset
     case ignoresOffsetAndSeek
     case slow(seconds: Double)
+    /// Plays, but will not pause or stop: its player answers `player_failed`.
+    case refusesToPause
 
     var source: String {
         let ignoresOffset = self == .ignoresOffset || self == .ignoresOffsetAndSeek
         let ignoresSeek = self == .ignoresOffsetAndSeek
         let delay: Double = if case .slow(let seconds) = self { seconds } else { 0 }
+        let refuses = if case .refusesToPause = self { true } else { false }
         return """
             local s = { paused = true, pos = 0, t0 = baton.now(), volume = 100 }
             local function position()
@@ -159,6 +162,9 @@ enum LuaPlayer {
                   s.t0 = baton.now()
                 end
                 return state()
+              end
+              if \(refuses) and (c == "pause" or c == "stop") then
+                return { error = "player_failed", detail = "the player would not " .. c }
               end
               if c == "pause" then s.pos = position() or 0; s.paused = true; return state() end
               if c == "resume" then s.t0 = baton.now(); s.paused = false; return state() end
