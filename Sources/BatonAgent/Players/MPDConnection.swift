@@ -29,7 +29,7 @@ public final class MPDConnection: ChannelInboundHandler, @unchecked Sendable {
     private var channel: (any Channel)?
     private var lines = LineBuffer()
     private var greeting: EventLoopPromise<Void>?
-    /// Calls in the order they were sent, each with the pairs read for it so far.
+    /// Calls in the order they were asked, each with the pairs read for it so far; only the first is on the wire.
     private var waiting: [(command: String, promise: EventLoopPromise<[MPDPair]>, timer: Scheduled<Void>?)] = []
     private var answer: [MPDPair] = []
     private var failure: MPDError?
@@ -48,6 +48,7 @@ public final class MPDConnection: ChannelInboundHandler, @unchecked Sendable {
         }
         ClientBootstrap(group: eventLoop)
             .connectTimeout(timeout)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(connection) }
             }
@@ -78,7 +79,10 @@ public final class MPDConnection: ChannelInboundHandler, @unchecked Sendable {
             end(.timedOut("MPD did not answer \(command.split(separator: " ").first ?? "") within \(timeout.words)"))
         }
         waiting.append((command, promise, timer))
-        channel.writeAndFlush(ByteBuffer(string: command + "\n"), promise: nil)
+        // One command on the wire at a time: MPD writes each answer without TCP_NODELAY, so a
+        // second answer written before ours acknowledges the first waits for our delayed ACK
+        // (40 ms). Asked in turn, each answer is acknowledged by the next command.
+        if waiting.count == 1 { channel.writeAndFlush(ByteBuffer(string: command + "\n"), promise: nil) }
         return promise.futureResult
     }
 
@@ -136,18 +140,26 @@ public final class MPDConnection: ChannelInboundHandler, @unchecked Sendable {
             call.timer?.cancel()
             let pairs = answer
             answer = []
+            sendNext()
             return call.promise.succeed(pairs)
         }
         if line.hasPrefix("ACK ") {
             let call = waiting.removeFirst()
             call.timer?.cancel()
             answer = []
+            sendNext()
             return call.promise.fail(MPDError(ack: line))
         }
         guard let colon = line.firstIndex(of: ":"), line[line.index(after: colon)...].hasPrefix(" ") else {
             return end(.garbage("not MPD's protocol: \(line.prefix(80))"))
         }
         answer.append(MPDPair(key: String(line[..<colon]), value: String(line[line.index(colon, offsetBy: 2)...])))
+    }
+
+    /// Writes the command now at the head of the queue, if any.
+    private func sendNext() {
+        guard let next = waiting.first else { return }
+        channel?.writeAndFlush(ByteBuffer(string: next.command + "\n"), promise: nil)
     }
 
     /// The connection is over, for `reason`: every waiting call fails with it, once.
