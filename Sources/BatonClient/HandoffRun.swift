@@ -32,9 +32,9 @@ final class HandoffRun: @unchecked Sendable {
     /// Whether the target was asked to play, and so is to be stopped if the handoff fails.
     private var targetTouched = false
 
-    /// Time the target is given to start after a play or seek arrives (mpv takes 16–34 ms
+    /// Time the target is given to start after a play arrives (mpv takes 4–34 ms
     /// from loadfile to playing).
-    static let startAllowance = 0.03
+    static let startAllowance = 0.01
     /// Time a playing target loses to a seek (it holds still until it plays again).
     static let seekAllowance = 0.01
 
@@ -220,6 +220,8 @@ final class HandoffRun: @unchecked Sendable {
     ) async throws {
         let sourcePosition = { (date: Date) in state.paused ? (state.position ?? 0) : (state.position ?? 0) + date.timeIntervalSince(source.local(state.at)) * state.rate }
         let error = proof.position - sourcePosition(target.local(proof.at))
+        report.startErrorMs = error * 1000
+        report.positionErrorMs = error * 1000
         guard abs(error) > (state.paused ? 0.001 : options.precision) else { return }
         report.corrected = true
         let seek: PlaybackCommand = state.paused ? .seek(state.position ?? 0) : .seekBy(Self.seekAllowance - error)
@@ -229,6 +231,7 @@ final class HandoffRun: @unchecked Sendable {
                 throw Stop(status: .targetFailed, detail: "the target has no position after the corrective seek")
             }
             let left = position - sourcePosition(target.local(after.at))
+            report.positionErrorMs = left * 1000
             guard abs(left) <= options.tolerance, after.paused == state.paused else {
                 throw Stop(status: .targetFailed, detail: String(
                     format: "the target started %.3f s from the source, and after a corrective seek it is %.3f s away%@",
@@ -287,10 +290,12 @@ final class HandoffRun: @unchecked Sendable {
         measure(sourceAt: sourcePosition, targetAt: targetPosition + (state.paused ? 0 : gap), overlap: state.paused ? nil : gap * 1000)
     }
 
+    /// The positions at the switch, as the players read them. (The position error is not
+    /// taken from these: a player's reading as it pauses jumps by up to its audio buffer,
+    /// tens of ms for mpv, so the error is measured while both play, in ``confirm``.)
     private func measure(sourceAt: Double, targetAt: Double, overlap: Double?) {
         report.positionAtSource = sourceAt
         report.positionAtTarget = targetAt
-        report.positionErrorMs = (targetAt - sourceAt) * 1000
         report.overlapMs = overlap
     }
 

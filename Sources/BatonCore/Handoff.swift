@@ -66,9 +66,12 @@ public struct HandoffReport: Sendable, Equatable {
     /// What was handed off.
     public var uri: String?
     /// Where the source was when it was let go, and where the target was at that moment
-    /// (seconds), and the difference in milliseconds (target minus source).
+    /// (seconds), as the players read them.
     public var positionAtSource: Double?
     public var positionAtTarget: Double?
+    /// The target's position minus the source's at one instant, in milliseconds, from both
+    /// players' readings while both played (after the corrective seek, if one was made): what
+    /// the listener hears skipped (positive) or repeated (negative).
     public var positionErrorMs: Double?
     /// How long both played (positive) or neither did (negative) at the switch, from the two
     /// players' own readings; nil when the source kept playing or both were paused.
@@ -77,6 +80,9 @@ public struct HandoffReport: Sendable, Equatable {
     public var latencyMs: Double = 0
     /// Each phase's time, in order: find, open, read, start, confirm, switch.
     public var phases: [(name: String, ms: Double)] = []
+    /// How far the target started from where the source was, in milliseconds (target minus
+    /// source), before any corrective seek.
+    public var startErrorMs: Double?
     /// Whether the target needed a corrective seek.
     public var corrected = false
     /// Whether a failure undid what the handoff had started on the target.
@@ -109,6 +115,7 @@ public struct HandoffReport: Sendable, Equatable {
         if let positionAtTarget { message["position_at_target"] = .double(positionAtTarget) }
         if let positionErrorMs { message["position_error_ms"] = .double(positionErrorMs) }
         if let overlapMs { message["overlap_ms"] = .double(overlapMs) }
+        if let startErrorMs { message["start_error_ms"] = .double(startErrorMs) }
         if let key { message["key"] = .string(key) }
         return message
     }
@@ -123,6 +130,7 @@ public struct HandoffReport: Sendable, Equatable {
         positionAtTarget = message.number("position_at_target")
         positionErrorMs = message.number("position_error_ms")
         overlapMs = message.number("overlap_ms")
+        startErrorMs = message.number("start_error_ms")
         latencyMs = message.number("latency_ms") ?? 0
         corrected = message.bool("corrected") ?? false
         rolledBack = message.bool("rolled_back") ?? false

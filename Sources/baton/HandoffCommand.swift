@@ -18,7 +18,7 @@ struct HandoffCommand: ParsableCommand {
             paused TO at the same position. The queue and its entry go along.
 
             Prints how it went: the status, the positions at the switch, the position error \
-            (TO minus FROM, ms), the overlap (both audible, ms; negative is a gap), the \
+            (TO minus FROM at one instant while both played, ms), the overlap (both audible, ms; negative is a gap), the \
             latency and each phase's time. With --json, one object: {"status":…, \
             "position_at_source":…, "position_at_target":…, "position_error_ms":…, \
             "overlap_ms":…, "latency_ms":…, "phases":{…}, …}.
