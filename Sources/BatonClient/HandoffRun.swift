@@ -57,11 +57,13 @@ final class HandoffRun: @unchecked Sendable {
         do {
             try await steps()
         } catch let stop as Stop {
+            phase(nil)
             report.status = stop.status
             report.detail = stop.detail
             report.deviceStatus = stop.deviceStatus
             await rollBack()
         } catch {
+            phase(nil)
             report.status = .targetFailed
             report.detail = "\(error)"
             await rollBack()
@@ -83,9 +85,9 @@ final class HandoffRun: @unchecked Sendable {
         let request = playRequest(state, position: position)
         let proof = try await start(request, on: target)
         phase("start")
-        try await confirm(proof, request: request, state: state, source: source, target: target)
+        try await confirm(proof, state: state, sourcePosition: position, target: target)
         phase("confirm")
-        try await switchOver(state, request: request, source: source, target: target)
+        try await switchOver(state, request: request, sourcePosition: position, source: source, target: target)
         phase("switch")
     }
 
@@ -216,9 +218,8 @@ final class HandoffRun: @unchecked Sendable {
     /// Checks that the target plays where the source is (or holds where it is paused); one
     /// corrective seek when it started further than the tolerance away.
     private func confirm(
-        _ proof: PlaybackProof, request: PlaybackCommand.PlayRequest, state: PlaybackState, source: PlaybackPeer, target: PlaybackPeer
+        _ proof: PlaybackProof, state: PlaybackState, sourcePosition: (Date) -> Double, target: PlaybackPeer
     ) async throws {
-        let sourcePosition = { (date: Date) in state.paused ? (state.position ?? 0) : (state.position ?? 0) + date.timeIntervalSince(source.local(state.at)) * state.rate }
         let error = proof.position - sourcePosition(target.local(proof.at))
         report.startErrorMs = error * 1000
         report.positionErrorMs = error * 1000
@@ -247,7 +248,10 @@ final class HandoffRun: @unchecked Sendable {
 
     /// Unmutes the target and lets the source go in the same instant, then measures the seam
     /// from both players' readings.
-    private func switchOver(_ state: PlaybackState, request: PlaybackCommand.PlayRequest, source: PlaybackPeer, target: PlaybackPeer) async throws {
+    private func switchOver(
+        _ state: PlaybackState, request: PlaybackCommand.PlayRequest, sourcePosition: (Date) -> Double, source: PlaybackPeer,
+        target: PlaybackPeer
+    ) async throws {
         let wait = try remaining()
         let letGo: PlaybackCommand? = switch options.source {
         case .pause: state.paused ? nil : .pause
@@ -269,9 +273,7 @@ final class HandoffRun: @unchecked Sendable {
         guard let s else {
             // The source plays on (keep) or stays paused: the target is compared with where it is.
             if let position = targetState.position {
-                let at = target.local(targetState.at)
-                let sourcePosition = state.paused ? (state.position ?? 0) : (state.position ?? 0) + at.timeIntervalSince(source.local(state.at)) * state.rate
-                measure(sourceAt: sourcePosition, targetAt: position, overlap: nil)
+                measure(sourceAt: sourcePosition(target.local(targetState.at)), targetAt: position, overlap: nil)
             }
             return
         }
@@ -320,7 +322,10 @@ final class HandoffRun: @unchecked Sendable {
 
     // MARK: time
 
-    private func phase(_ name: String) {
+    /// Ends the phase `name` (nil: the one a failure cut short, if any).
+    private func phase(_ name: String?) {
+        let names = ["find", "open", "read", "start", "confirm", "switch"]
+        guard let name = name ?? names.dropFirst(report.phases.count).first else { return }
         let now = Date()
         report.phases.append((name, now.timeIntervalSince(phaseStarted) * 1000))
         phaseStarted = now

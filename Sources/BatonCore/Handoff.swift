@@ -78,7 +78,8 @@ public struct HandoffReport: Sendable, Equatable {
     public var overlapMs: Double?
     /// From the call to the target confirmed and the source let go.
     public var latencyMs: Double = 0
-    /// Each phase's time, in order: find, open, read, start, confirm, switch.
+    /// Each phase's time, in order: find, open, read, start, confirm, switch; after a failure,
+    /// up to the phase it cut short.
     public var phases: [(name: String, ms: Double)] = []
     /// How far the target started from where the source was, in milliseconds (target minus
     /// source), before any corrective seek.

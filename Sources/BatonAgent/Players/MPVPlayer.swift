@@ -23,8 +23,10 @@ final class MPVPlayer: Player, @unchecked Sendable {
     /// The mpv the agent started, if it did.
     private var process: MPVProcess?
     private var stopping = false
-    /// How long to wait before the next restart; doubles up to 30 s, and resets once mpv answers.
+    /// How long to wait before the next restart; doubles up to 30 s, and starts again from
+    /// 0.2 s once a connection has lasted a minute.
     private var restartPause: TimeAmount = .milliseconds(200)
+    private var connectedAt = NIODeadline.now()
 
     init(socket: String, arguments: [String], executable: String = "mpv", on eventLoop: any EventLoop, logger: Logger) {
         self.socket = socket
@@ -69,7 +71,7 @@ final class MPVPlayer: Player, @unchecked Sendable {
             guard case .success(let opened) = result else { return }
             opened.callTimeout = callTimeout
             connection = opened
-            restartPause = .milliseconds(200)
+            connectedAt = .now()
             opened.onClosed = { [weak self, weak opened] reason in
                 guard let self, let opened else { return }
                 lost(opened, reason)
@@ -83,6 +85,9 @@ final class MPVPlayer: Player, @unchecked Sendable {
     private func lost(_ lost: MPVConnection, _ reason: MPVError) {
         guard connection === lost else { return }
         connection = nil
+        // An mpv that keeps failing at once (or a socket that answers garbage) is retried ever
+        // more slowly.
+        if NIODeadline.now() - connectedAt > .seconds(60) { restartPause = .milliseconds(200) }
         let status = process?.reap()
         logger.warning("lost mpv; starting it again", metadata: [
             "reason": "\(reason)", "exit": "\(status.map(String.init) ?? "running")",

@@ -139,6 +139,8 @@ struct HandoffTests {
         #expect(report.status == .mediaUnavailable, "\(report.message)")
         #expect(report.detail.contains("only-here.flac"))
         #expect(!report.rolledBack)
+        // The report's phases end with the one the failure cut short.
+        #expect(report.phases.map(\.name) == ["find", "open", "read", "start"])
         let source = try await reading(try await phone.mpv())
         #expect(!source.paused)
         let target = try await reading(try await tv.mpv())
