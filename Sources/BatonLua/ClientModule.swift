@@ -89,15 +89,28 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
         return .nanoseconds(Int64(seconds * 1e9))
     }
 
-    /// `baton.find(x [, {timeout =}])`: `"host:port"` asks that agent; a name or an id is
-    /// looked for in the directory (mDNS and `--peer` devices) until found or the timeout:
-    /// `nil, "not_found"`, or `nil, "ambiguous", detail` when several devices share the name.
+    /// `baton.find(x [, {timeout =, required =}])`: `"host:port"` asks that agent; a name or
+    /// an id is looked for in the directory (mDNS and `--peer` devices) until found or the
+    /// timeout: `nil, "not_found"`, or `nil, "ambiguous", detail` when several devices share the
+    /// name. With `required = true` those raise an error of class `not_found` instead (an
+    /// uncaught one ends the run with 68), and an address nobody answers at one of class
+    /// `unavailable` (69).
     private func find(_ call: HostCall) throws -> HostResult {
         let target = try call.string(1)
         let runtime = call.runtime
-        let timeout = try DiscoveryModule.timeout(call, 2)
+        let timeout = try DiscoveryModule.timeout(call, 2, allowing: ["required"])
+        let required = call.lua.type(at: 2) == .table ? try OptionTable(call, at: 2, function: call.name).bool("required") ?? false : false
         guard let address = DeviceAddress(target) else {
-            return try runtime.wait(call, for: access.directory.find(target, timeout: timeout)) { result, lua in
+            let found = try access.directory.find(target, timeout: timeout).flatMapThrowing { result in
+                guard required else { return result }
+                switch result {
+                case .found: return result
+                case .notFound: throw HostError.classed(.notFound, "no device named or with the id \"\(target)\" was found")
+                case .ambiguous(let ids):
+                    throw HostError.classed(.notFound, "\(ids.count) devices are named \"\(target)\": \(ids.joined(separator: ", ")); find one by id")
+                }
+            }
+            return try runtime.wait(call, for: found) { result, lua in
                 switch result {
                 case .found(let device):
                     LuaDevice.push(device, on: lua, runtime: runtime)
@@ -115,6 +128,11 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
             }
         }
         let found = try access.client.describe(DeviceTarget(address), timeout: timeout).map { Optional($0.0) }.recover { _ in nil }
+            .flatMapThrowing { device in
+                // An address that does not answer is a device unreachable, not one unknown.
+                if required, device == nil { throw HostError.classed(.unavailable, "no agent of this account answers at \(target)") }
+                return device
+            }
         return try runtime.wait(call, for: found) { device, lua in
             guard let device else {
                 lua.pushNil()

@@ -93,13 +93,13 @@ public final class DiscoveryModule: LuaModule, @unchecked Sendable {
     }
 
     /// The `timeout` of an options table at `position`, or the default.
-    static func timeout(_ call: HostCall, _ position: Int32) throws -> TimeAmount {
+    static func timeout(_ call: HostCall, _ position: Int32, allowing more: Set<String> = []) throws -> TimeAmount {
         guard call.lua.type(at: position) == .table else {
             if call.isNoneOrNil(position) { return defaultTimeout }
             throw call.argumentError(position, "options table expected ({timeout = 2}), got \(call.lua.typeName(at: position))")
         }
         let options = OptionTable(call, at: position, function: call.name)
-        try options.check(allowed: ["timeout"])
+        try options.check(allowed: more.union(["timeout"]))
         call.lua.rawGet(position, field: "timeout")
         defer { call.lua.pop() }
         if call.lua.type(at: -1) == .nil { return defaultTimeout }

@@ -1,3 +1,5 @@
+import BatonCore
+
 /// What a host function throws to raise a Lua error in the calling script. The C trampoline
 /// raises it after every Swift frame has returned.
 public enum HostError: Error, Sendable {
@@ -5,6 +7,10 @@ public enum HostError: Error, Sendable {
     case message(String)
     /// Raise the value the host function left on top of the stack, as it is.
     case valueOnTop
+    /// Raise an error of a class (`err.class` in Lua; the exit code when nothing catches it),
+    /// its message with the caller's position prefixed. A future a host function waits for
+    /// may fail with it too.
+    case classed(ErrorClass, String)
 
     /// Lua's argument error: `bad argument #2 to 'baton.sleep' (number expected, got string)`.
     public static func argument(_ position: Int, _ function: String, _ detail: String) -> HostError {

@@ -42,6 +42,9 @@ private func dispatchHostCall(_ L: OpaquePointer?, _ box: UnsafeMutableRawPointe
             return BATON_RAISE_WHERE
         case .valueOnTop:
             return BATON_RAISE
+        case .classed(let errorClass, let text):
+            box.runtime.pushError(errorClass, message: LuaRuntime.position(on: lua) + text, on: lua)
+            return BATON_RAISE
         }
     } catch {
         lua.push(String(describing: error))

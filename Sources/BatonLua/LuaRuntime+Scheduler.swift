@@ -59,7 +59,7 @@ extension LuaRuntime {
     private func endIfIdle() {
         guard !finished, ready.isEmpty, pendingWaits == 0, keepAliveCount == 0 else { return }
         if tasks.isEmpty {
-            finish(failed ? .failed : .completed)
+            finish(failed ? failedOutcome : .completed)
         } else {
             // Tasks remain, all blocked in :wait() on one another, and nothing can wake them.
             let ids = tasks.keys.sorted().map { $0 == 1 ? "main" : "task \($0)" }
@@ -134,9 +134,13 @@ extension LuaRuntime {
         retire(task, threadReusable: true)
     }
 
+    /// How a run that failed ends: with the first classed error's exit code, else 1.
+    var failedOutcome: RunOutcome { failureClass.map(RunOutcome.failedWith) ?? .failed }
+
     private func fail(_ task: LuaTask, traceback: String) {
         let co = task.thread
         failed = true
+        if failureClass == nil { failureClass = errorClass(at: -1, on: co) }
         let failure = report(task: task, traceback: traceback)
         task.completion?(.failure(failure))
         if let handle = task.handleRef {
@@ -145,7 +149,7 @@ extension LuaRuntime {
         co.setTop(0)
         retire(task)
         if case .main = task.origin {
-            finish(.failed)
+            finish(failedOutcome)
         }
     }
 
@@ -197,7 +201,8 @@ extension LuaRuntime {
     /// Reports the failed task's error, on top of its stack.
     @discardableResult
     private func report(task: LuaTask, traceback: String) -> ScriptFailure {
-        let message = task.thread.describe(at: -1)
+        // A dead coroutine cannot run a __tostring: a classed error's message is read as it is.
+        let message = classedMessage(at: -1, on: task.thread) ?? task.thread.describe(at: -1)
         let failure = ScriptFailure(message: message, traceback: traceback, context: task.context)
         options.reportFailure(failure)
         return failure
@@ -402,6 +407,8 @@ extension LuaRuntime {
                     lua.push(true)
                     return 1 + deliver.value(value, lua)
                 }
+            case .failure(HostError.classed(let errorClass, let message)):
+                resume(s, raising: errorClass, message)
             case .failure(let error):
                 resume(s, raising: String(describing: error))
             }

@@ -36,6 +36,8 @@ public final class LuaRuntime: @unchecked Sendable {
     /// (a provider call) instead of a new coroutine each time; with their registry references.
     var idleThreads: [(thread: LuaState, ref: Int32)] = []
     var failed = false
+    /// The class of the first uncaught error that had one: the run's exit code.
+    var failureClass: ErrorClass?
     var exitCode: Int32?
     var finished = false
     var deadline: Scheduled<Void>?
@@ -51,11 +53,13 @@ public final class LuaRuntime: @unchecked Sendable {
         var date: UnsafeRawPointer?
         var uuid: UnsafeRawPointer?
         var bytes: UnsafeRawPointer?
+        var error: UnsafeRawPointer?
         /// Registry references of the same metatables, to push them without a name lookup.
         var arrayRef: Int32 = 0
         var dateRef: Int32 = 0
         var uuidRef: Int32 = 0
         var bytesRef: Int32 = 0
+        var errorRef: Int32 = 0
     }
 
     init(options: RuntimeOptions, eventLoop: any EventLoop) throws {
@@ -80,6 +84,7 @@ public final class LuaRuntime: @unchecked Sendable {
         state = LuaState(L)
         luaL_openlibs(L)
         installValueMetatables()
+        installErrorMetatable()
     }
 
     deinit {

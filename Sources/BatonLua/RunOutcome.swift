@@ -6,6 +6,10 @@ public enum RunOutcome: Sendable, Equatable {
     case completed
     /// An uncaught error in the main chunk, a task, a timer or a handler: exit 1.
     case failed
+    /// As ``failed``, when the first uncaught error had a class (`baton.find` with
+    /// `required`, `baton.check`, `baton.error`): that class's exit code (68 not found, 69
+    /// unavailable, ...).
+    case failedWith(ErrorClass)
     /// The script could not be loaded (missing file, syntax error): exit 2, with the message.
     case invalidScript(String)
     /// `--timeout` ran out: exit 3.
@@ -18,6 +22,7 @@ public enum RunOutcome: Sendable, Equatable {
         switch self {
         case .completed: 0
         case .failed: 1
+        case .failedWith(let errorClass): errorClass.exitCode
         case .invalidScript: 2
         case .timedOut: 3
         case .exited(let code): code

@@ -1,3 +1,4 @@
+import BatonCore
 import CLuaShim
 import NIOCore
 
@@ -47,6 +48,8 @@ public final class TaskModule: LuaModule, @unchecked Sendable {
             return .values(startTimer(call, seconds: seconds, repeats: true))
         }
 
+        runtime.register("error", in: m, qualifier: "baton") { call in try Self.raise(call) }
+        runtime.register("check", in: m, qualifier: "baton") { call in try Self.check(call) }
         runtime.register("exit", in: m, qualifier: "baton") { call in
             let code: Int32
             switch call.lua.type(at: 1) {
@@ -253,3 +256,31 @@ extension HostCall {
     }
 }
 
+extension TaskModule {
+    /// `baton.error(class, message)`: raises an error of that class (`not_found`,
+    /// `unavailable`, `timeout`, `denied`, `lock_held`, `usage`, `batch`, `script`), which ends
+    /// an uncaught run with its exit code.
+    fileprivate static func raise(_ call: HostCall) throws -> HostResult {
+        let name = try call.string(1)
+        guard let errorClass = ErrorClass(rawValue: name) else {
+            throw call.argumentError(1, "error class expected (\(ErrorClass.allCases.map(\.rawValue).joined(separator: ", "))), got \"\(name)\"")
+        }
+        let message = call.lua.type(at: 2) == .none || call.lua.type(at: 2) == .nil ? name : try call.string(2)
+        throw HostError.classed(errorClass, message)
+    }
+
+    /// `baton.check(status [, detail])`: returns `status` when it is `success` (what
+    /// `baton.launch` and `conn:send` answer with), else raises an error of the status's class
+    /// (`remote_system_unavailable` is `unavailable`, `denied_by_remote_system` is `denied`,
+    /// ...) saying `status: detail`. So `baton.check(baton.launch(tv, uri))` is a launch that
+    /// ends the run with 69 when the TV is off.
+    fileprivate static func check(_ call: HostCall) throws -> HostResult {
+        let status = try call.string(1)
+        let detail = call.lua.type(at: 2) == .string ? call.lua.toString(at: 2) ?? "" : ""
+        guard let errorClass = ErrorClass(status: status, detail: detail) else {
+            call.lua.pushValue(at: 1)
+            return .values(1)
+        }
+        throw HostError.classed(errorClass, detail.isEmpty ? status : "\(status): \(detail)")
+    }
+}

@@ -16,8 +16,10 @@ struct Baton: ParsableCommand {
             launches URIs on them and keeps message channels open to their services. \
             `baton run` runs Lua scripts that orchestrate all of it.
 
-            Exit codes: 0 success; 1 an uncaught error in a script; 2 usage or a script \
-            that does not load; 3 timeout.
+            Exit codes, by class: 0 success; 1 an error in a script, or a service that \
+            failed; 2 usage, or a script that does not load; 3 timeout; 4 a batch past what it \
+            tolerates; 68 no such device; 69 a device, app or service unavailable; 75 a lock \
+            another run holds; 77 denied.
             """,
         version: "0.1.0",
         subcommands: [Run.self, AgentCommand.self, DevicesCommand.self, LaunchCommand.self, SendCommand.self, HandoffCommand.self, DescribeCommand.self, AccountCommand.self]

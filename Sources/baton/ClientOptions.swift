@@ -94,7 +94,7 @@ enum DeviceArgument {
         }
         client.finish()
         StandardError.write("\(problem)\n")
-        Baton.exitProcess(1)
+        Baton.exitProcess(ErrorClass.notFound.exitCode)
     }
 }
 

@@ -19,8 +19,9 @@ struct DescribeCommand: ParsableCommand {
               baton describe 192.168.1.20:47300
               baton describe tv.lan:47300 --json
 
-            Exit codes: 0 success; 1 the device could not be reached \
-            (remote_system_unavailable, after --connect-timeout at most); 2 usage.
+            Exit codes: 0 success; 2 usage; 3 no answer within --timeout; 68 no such device \
+            (by name or id); 69 the device could not be reached (remote_system_unavailable, \
+            after --connect-timeout at most).
             """
     )
 
@@ -54,7 +55,7 @@ struct DescribeCommand: ParsableCommand {
         } catch {
             baton.finish()
             StandardError.write("\(error)\n")
-            Baton.exitProcess(1)
+            Baton.exitProcess(ExitCodes.code(error))
         }
         baton.finish()
         print(json ? Self.json(info, apps, address: address) : Self.text(info, apps))

@@ -35,8 +35,9 @@ struct HandoffCommand: ParsableCommand {
               baton handoff 127.0.0.1:47301 127.0.0.1:47302 --source stop --volume copy --json
               baton handoff Phone Speaker --key "evening-$(date +%F)"
 
-            Exit codes: 0 success; 3 timeout; 69 source_unavailable or target_unavailable; \
-            1 any other status; 2 usage.
+            Exit codes: 0 success; 1 nothing_playing, target_failed, source_stop_failed, \
+            cancelled; 2 usage; 3 timeout; 68 no such device (by name or id); 69 \
+            source_unavailable, target_unavailable, media_unavailable.
             """
     )
 
@@ -121,12 +122,7 @@ struct HandoffCommand: ParsableCommand {
     }
 
     static func exitCode(_ status: HandoffStatus) -> Int32 {
-        switch status {
-        case .success: 0
-        case .timeout: 3
-        case .sourceUnavailable, .targetUnavailable: 69
-        default: 1
-        }
+        ExitCodes.code(status: status.rawValue)
     }
 
     /// The report for people: a line saying what happened (the status on stderr when it is not

@@ -31,8 +31,10 @@ struct LaunchCommand: ParsableCommand {
               baton launch tv.lan:47300 spotify:track:1 --prefer com.spotify.client \\
                 --fallback https://open.spotify.com/track/1
 
-            Exit codes: 0 success; 1 any other status (an unreachable device is \
-            remote_system_unavailable, after --connect-timeout at most); 2 usage.
+            An unreachable device is remote_system_unavailable, after --connect-timeout at \
+            most.
+
+            \(ExitCodes.help)
             """
     )
 
@@ -91,6 +93,6 @@ struct LaunchCommand: ParsableCommand {
         } else {
             print("\(status.rawValue): \(detail)")
         }
-        Baton.exitProcess(status == .success ? 0 : 1)
+        Baton.exitProcess(ExitCodes.code(status: status.rawValue, detail: detail))
     }
 }

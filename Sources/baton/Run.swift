@@ -28,7 +28,11 @@ struct Run: ParsableCommand {
 
             Exit codes: 0 success; 1 an uncaught error in the main chunk, a task, a timer \
             or a handler; 2 usage, or a script that does not load (shown as \
-            file:line: message); 3 timeout; n for baton.exit(n).
+            file:line: message); 3 timeout; n for baton.exit(n). An uncaught error of a \
+            class (err.class in Lua) exits with its class's code: 68 not_found \
+            (baton.find(name, {required = true})), 69 unavailable, 75 lock_held, 77 denied, \
+            3 timeout (baton.check(status) raises a status's class; baton.error(class, \
+            message) raises one).
             """
     )
 
@@ -109,7 +113,7 @@ struct Run: ParsableCommand {
             FailureReport.write(message: message, format: format)
         case .timedOut(let duration):
             FailureReport.write(message: "timeout after \(DurationText.format(duration))", format: format)
-        case .completed, .failed, .exited:
+        case .completed, .failed, .failedWith, .exited:
             break
         }
         Baton.exitProcess(outcome.exitCode)

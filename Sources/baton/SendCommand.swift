@@ -28,8 +28,11 @@ struct SendCommand: ParsableCommand {
               baton send tv.lan:47300 com.example.playback --app org.example.player \\
                 --json '{"Type": "queue", "ids": [1, 2]}' --json-output
 
-            Exit codes: 0 success; 1 any other status (remote_system_unavailable for an \
-            unreachable device, failure when the channel could not be opened); 2 usage.
+            An unreachable device is remote_system_unavailable; a channel that could not be \
+            opened is failure, with why (open: app_not_installed), whose class decides the \
+            exit code.
+
+            \(ExitCodes.help)
             """
     )
 
@@ -106,7 +109,7 @@ struct SendCommand: ParsableCommand {
         baton.finish()
         guard reply.status == .success else {
             StandardError.write(reply.detail.isEmpty ? "\(reply.status.rawValue)\n" : "\(reply.status.rawValue): \(reply.detail)\n")
-            Baton.exitProcess(1)
+            Baton.exitProcess(ExitCodes.code(status: reply.status.rawValue, detail: reply.detail))
         }
         let answer = reply.message ?? [:]
         if jsonOutput {

@@ -1,7 +1,7 @@
 import Testing
 
 /// `baton run`'s exit codes: 0 success, 1 uncaught error, 2 usage or a script that does not
-/// load, 3 timeout, n for `baton.exit(n)`.
+/// load, 3 timeout, n for `baton.exit(n)`; an uncaught error with a class, its class's code.
 @Suite("Exit codes")
 struct ExitCodeTests {
     @Test("a script that ends normally exits 0 with its output on stdout only")
@@ -179,5 +179,48 @@ struct ExitCodeTests {
     func timeout() async throws {
         let r = try await runScript("while true do end", flags: ["--timeout", "500ms"])
         #expect(r.exitCode == 3, "\(r)")
+    }
+
+    @Test("an uncaught error of a class exits with the class's code", arguments: [
+        ("baton.error('not_found', 'no TV')", Int32(68), "x.lua:1: no TV"),
+        ("baton.error('unavailable', 'the TV is off')", 69, "x.lua:1: the TV is off"),
+        ("baton.error('lock_held', 'another run has it')", 75, "x.lua:1: another run has it"),
+        ("baton.error('denied', 'not ours')", 77, "x.lua:1: not ours"),
+        ("baton.error('timeout', 'too slow')", 3, "x.lua:1: too slow"),
+        ("baton.error('batch', 'too many failures')", 4, "x.lua:1: too many failures"),
+        ("baton.check('remote_system_unavailable', 'no route')", 69, "x.lua:1: remote_system_unavailable: no route"),
+        ("baton.check('denied_by_remote_system')", 77, "x.lua:1: denied_by_remote_system"),
+        ("baton.check('unknown', 'timed out: no answer within 1s')", 3, "x.lua:1: unknown: timed out"),
+        ("baton.check('failure', 'the provider broke')", 1, "x.lua:1: failure: the provider broke"),
+        ("baton.find('Nowhere TV', {timeout = 0.2, required = true})", 68, "x.lua:1: no device named or with the id \"Nowhere TV\" was found"),
+        ("baton.find('127.0.0.1:9', {required = true})", 69, "x.lua:1: no agent of this account answers at 127.0.0.1:9"),
+    ])
+    func classedErrors(script: String, code: Int32, message: String) async throws {
+        let r = try await runScript(script, flags: ["--no-mdns", "--insecure"])
+        #expect(r.exitCode == code, "\(r)")
+        #expect(r.stderr.hasPrefix(message), "\(r)")
+    }
+
+    @Test("a classed error caught with pcall says its class in err.class and its message in tostring(err); the first uncaught one decides")
+    func classedErrorsInLua() async throws {
+        let r = try await runScript("""
+            local ok, err = pcall(baton.error, "unavailable", "off")
+            print(ok, err.class, tostring(err))
+            print(baton.check("success"))
+            local ok2, err2 = pcall(function() baton.check("not_authorized", "no") end)
+            print(err2.class, tostring(err2))
+            baton.spawn(function() baton.error("denied", "first") end)
+            baton.sleep(0.01)
+            error("plain, second")
+            """)
+        #expect(r.stdout == "false\tunavailable\toff\nsuccess\ndenied\tx.lua:4: not_authorized: no\n", "\(r)")
+        #expect(r.exitCode == 77, "\(r)")
+    }
+
+    @Test("baton.error and baton.check refuse what is not a class or a status")
+    func classedErrorMistakes() async throws {
+        let r = try await runScript("baton.error('oops', 'x')")
+        #expect(r.exitCode == 1, "\(r)")
+        #expect(r.stderr.contains("bad argument #1 to 'baton.error' (error class expected"), "\(r)")
     }
 }

@@ -157,17 +157,17 @@ struct AccountSecurityTests {
 
             let denied = try await runBaton(["launch", device, "private:film"] + data("app.ran") + anonymous, xdg: other.home.path)
             outputs["launch private"] = denied.description
-            #expect(denied.code == 1, "\(denied)")
+            #expect(denied.code == 77, "\(denied)")
             #expect(denied.stdout.hasPrefix("denied_by_remote_system: "), "\(denied)")
             #expect(denied.stdout.contains("serves devices of its own account only"), "\(denied)")
             let json = try await runBaton(["launch", device, "door:x", "--json"] + data("handler.ran") + anonymous, xdg: other.home.path)
             outputs["launch door --json"] = json.description
-            #expect(json.code == 1, "\(json)")
+            #expect(json.code == 77, "\(json)")
             #expect(json.json()?["status"] == .string("denied_by_remote_system"))
 
             let send = try await runBaton(["send", device, "peek", "--app", F.privateApp, "out=\(agent.directory.file("peek.ran"))"] + anonymous, xdg: other.home.path)
             outputs["send peek"] = send.description
-            #expect(send.code == 1, "\(send)")
+            #expect(send.code == 77, "\(send)")
             #expect(send.stderr.contains("not_authorized"), "\(send)")
             #expect(send.stdout.isEmpty)
 
@@ -199,7 +199,7 @@ struct AccountSecurityTests {
         try await withAgent(F.config) { agent in
             let device = agent.address.description
             let cli = try await runBaton(["launch", device, "public:x"], xdg: other.home.path)
-            #expect(cli.code == 1, "\(cli)")
+            #expect(cli.code == 77, "\(cli)")
             #expect(cli.stdout.hasPrefix("denied_by_local_system: "), "\(cli)")
             #expect(cli.stdout.contains("another account"), "\(cli)")
 
@@ -237,7 +237,7 @@ struct AccountSecurityTests {
     func plaintextMeetsTLS() async throws {
         try await withAgent(F.config) { agent in
             let plaintext = try await runBaton(["launch", agent.address.description, "public:x", "--insecure"])
-            #expect(plaintext.code == 1, "\(plaintext)")
+            #expect(plaintext.code == 77, "\(plaintext)")
             #expect(plaintext.stdout.contains("speaks TLS"), "\(plaintext)")
             let logged = await eventually { agent.log.contains("not a TLS client") }
             #expect(logged, "the agent's log:\n\(agent.log)")
@@ -246,7 +246,7 @@ struct AccountSecurityTests {
         }
         try await withAgent(F.config, arguments: ["--insecure"]) { agent in
             let tls = try await runBaton(["launch", agent.address.description, "public:x"])
-            #expect(tls.code == 1, "\(tls)")
+            #expect(tls.code == 77, "\(tls)")
             #expect(tls.stdout.contains("the agent does not speak TLS"), "\(tls)")
             let good = try await runBaton(["launch", agent.address.description, "private:after", "--insecure"])
             #expect(good.code == 0, "\(good)")
@@ -343,7 +343,7 @@ struct AccountSecurityTests {
         #expect(dropped, "the revoked phone's connection stayed open")
         #expect(first.log.contains("dropping a revoked caller") && first.log.contains(phone.id), "\(first.log)")
         let refused = try await run("phone refused", ["launch", first.address.description, "public:refused"], as: phone.home.path)
-        #expect(refused.code == 1, "\(refused)")
+        #expect(refused.code == 77, "\(refused)")
         #expect(refused.stdout.hasPrefix("denied_by_remote_system: "), "\(refused)")
         #expect(refused.stdout.contains("the agent refused this device's certificate"), "\(refused)")
         let inProcess = await phoneClient.launch(LaunchRequest(uri: "public:again"), on: first.address)
@@ -362,7 +362,7 @@ struct AccountSecurityTests {
         #expect(tabletSecond.code == 0, "\(tabletSecond)")
         #expect(FileManager.default.fileExists(atPath: secondList), "the second agent did not keep the list")
         let refusedSecond = try await run("phone refused at second", ["launch", second.address.description, "public:x"], as: phone.home.path)
-        #expect(refusedSecond.code == 1, "\(refusedSecond)")
+        #expect(refusedSecond.code == 77, "\(refusedSecond)")
         #expect(refusedSecond.stdout.contains("the agent refused this device's certificate"), "\(refusedSecond)")
 
         // Both serve the account's other devices on.
@@ -390,7 +390,7 @@ struct AccountSecurityTests {
         let agent = try await AgentProcess.start(config: F.config, directory: directory, account: account)
 
         let refused = try await runBaton(["launch", agent.address.description, "public:x"], xdg: phone.home.path)
-        #expect(refused.code == 1, "\(refused)")
+        #expect(refused.code == 77, "\(refused)")
         #expect(refused.stdout.hasPrefix("denied_by_remote_system: "), "\(refused)")
         #expect(refused.stdout.contains("the agent refused this device's certificate"), "\(refused)")
         let logged = await eventually { agent.log.contains("device ID \(phone.id) is revoked") }

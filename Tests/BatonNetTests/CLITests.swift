@@ -59,12 +59,12 @@ struct CLITests {
             #expect(ok.stdout == "success\n")
 
             let missing = try await runBaton(["launch", device, "media:two", "--app", "org.test.nope"])
-            #expect(missing.code == 1, "\(missing)")
+            #expect(missing.code == 69, "\(missing)")
             #expect(missing.stdout.hasPrefix("app_unavailable: "), "\(missing)")
             #expect(missing.stdout.contains("org.test.nope"))
 
             let none = try await runBaton(["launch", device, "nothing:x", "--json"])
-            #expect(none.code == 1, "\(none)")
+            #expect(none.code == 69, "\(none)")
             let object = none.json()
             #expect(object?.objectValue?.map(\.key) == ["status", "detail", "device", "uri"])
             #expect(object?["status"] == .string("protocol_unavailable"))
@@ -167,15 +167,15 @@ struct CLITests {
             #expect(broken.stderr.contains("the provider broke"))
 
             let busy = try await runBaton(["send", device, "busy", "--app", Fixtures.services])
-            #expect(busy.code == 1, "\(busy)")
+            #expect(busy.code == 69, "\(busy)")
             #expect(busy.stderr.hasPrefix("resource_limits_exceeded"), "\(busy)")
 
             let noService = try await runBaton(["send", device, "nope", "--app", Fixtures.services])
-            #expect(noService.code == 1, "\(noService)")
+            #expect(noService.code == 69, "\(noService)")
             #expect(noService.stderr.contains("app_service_unavailable"), "\(noService)")
 
             let noApp = try await runBaton(["send", device, "echo", "--app", "org.test.nope"])
-            #expect(noApp.code == 1, "\(noApp)")
+            #expect(noApp.code == 69, "\(noApp)")
             #expect(noApp.stderr.contains("app_not_installed"), "\(noApp)")
         }
     }
@@ -233,23 +233,23 @@ struct CLITests {
         }
     }
 
-    @Test("an unreachable device: remote_system_unavailable, exit 1")
+    @Test("an unreachable device: remote_system_unavailable, exit 69")
     func unreachable() async throws {
         let closed = try ClosedPort()
         defer { closed.close() }
         let device = closed.device.description
         let launch = try await runBaton(["launch", device, "media:x", "--connect-timeout", "2s"])
-        #expect(launch.code == 1, "\(launch)")
+        #expect(launch.code == 69, "\(launch)")
         #expect(launch.stdout.hasPrefix("remote_system_unavailable"), "\(launch)")
         let json = try await runBaton(["launch", device, "media:x", "--json"])
-        #expect(json.code == 1, "\(json)")
+        #expect(json.code == 69, "\(json)")
         #expect(json.json()?["status"] == .string("remote_system_unavailable"))
         let send = try await runBaton(["send", device, "echo", "--app", Fixtures.services, "k=v"])
-        #expect(send.code == 1, "\(send)")
+        #expect(send.code == 69, "\(send)")
         #expect(send.stderr.hasPrefix("remote_system_unavailable"), "\(send)")
         #expect(send.stdout.isEmpty)
         let describe = try await runBaton(["describe", device, "--json"])
-        #expect(describe.code == 1, "\(describe)")
+        #expect(describe.code == 69, "\(describe)")
         #expect(describe.stderr.contains("remote_system_unavailable"), "\(describe)")
         #expect(describe.stdout.isEmpty)
     }
@@ -267,14 +267,14 @@ struct CLITests {
         #expect(result.stdout.isEmpty)
     }
 
-    @Test("a DEVICE name or id that discovery does not find answers not_found, exit 1", arguments: [
+    @Test("a DEVICE name or id that discovery does not find answers not_found, exit 68", arguments: [
         ["launch", "living-room-tv", "media:x"],
         ["send", "Living Room TV", "echo", "--app", "a"],
         ["describe", "tv.local"],
     ])
     func unknownDevice(_ arguments: [String]) async throws {
         let result = try await runBaton(arguments + ["--connect-timeout", "300ms", "--peer", "127.0.0.1:1"])
-        #expect(result.code == 1, "\(result)")
+        #expect(result.code == 68, "\(result)")
         #expect(result.stderr.contains("not_found"), "\(result)")
         #expect(result.stdout.isEmpty)
     }

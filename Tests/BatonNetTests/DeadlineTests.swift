@@ -85,7 +85,7 @@ struct DeadlineTests {
         }
     }
 
-    @Test("baton launch --timeout: unknown, saying it timed out, exit 1; a bad --timeout is a usage error")
+    @Test("baton launch --timeout: unknown, saying it timed out, exit 3 (timeout); a bad --timeout is a usage error")
     func commandLine() async throws {
         try await withAgent { agent in
             let closed = agent.directory.file("cli.closed")
@@ -93,7 +93,7 @@ struct DeadlineTests {
                 "launch", agent.address.description, "status:forever", "--app", Fixtures.status, "--timeout", "1s",
                 "--data", #"{"closed": "\#(closed)"}"#,
             ])
-            #expect(result.code == 1, "\(result)")
+            #expect(result.code == 3, "\(result)")
             #expect(result.stdout == "unknown: timed out: no answer within 1s\n", "\(result)")
             #expect(await eventually { FileManager.default.fileExists(atPath: closed) }, "\(agent.log)")
             let bad = try await runBaton(["launch", agent.address.description, "x:y", "--timeout", "soon"])

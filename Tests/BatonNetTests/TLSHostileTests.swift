@@ -303,11 +303,11 @@ struct TLSHostileTests {
 
     // MARK: the command line at the wrong door
 
-    @Test("baton launch --insecure against a TLS agent exits 1 saying the agent speaks TLS")
+    @Test("baton launch --insecure against a TLS agent exits 77 (denied by this side) saying the agent speaks TLS")
     func insecureClientTLSAgent() async throws {
         try await withAgent { agent in
             let result = try await runBaton(["launch", "--insecure", agent.address.description, "media:x"])
-            #expect(result.code == 1, "\(result)")
+            #expect(result.code == 77, "\(result)")
             #expect((result.stdout + result.stderr).contains("speaks TLS"), "\(result)")
             await Self.stillServes(agent)
         }
@@ -320,11 +320,11 @@ struct TLSHostileTests {
         #expect(result.stderr.contains("loopback"), "\(result)")
     }
 
-    @Test("a TLS client against an --insecure agent exits 1 saying the agent does not speak TLS")
+    @Test("a TLS client against an --insecure agent exits 77 (denied by this side) saying the agent does not speak TLS")
     func tlsClientInsecureAgent() async throws {
         try await withAgent(arguments: ["--insecure"]) { agent in
             let result = try await runBaton(["launch", agent.address.description, "media:x"])
-            #expect(result.code == 1, "\(result)")
+            #expect(result.code == 77, "\(result)")
             #expect((result.stdout + result.stderr).contains("does not speak TLS"), "\(result)")
             // A plaintext client is served still.
             var options = BatonClient.Options()
