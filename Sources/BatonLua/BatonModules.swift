@@ -1,11 +1,12 @@
 /// The module sets embedders start from.
 public enum BatonModules {
-    /// What `baton run` gives a script: tasks and timers, message values, JSON, logging, and
-    /// devices (client and discovery, sharing one ``DeviceAccess`` made with `network`). New
-    /// module objects on every call: one set per run.
-    public static func standard(network: DeviceAccess.Options = DeviceAccess.Options()) -> [any LuaModule] {
+    /// What `baton run` gives a script: tasks and timers, message values, JSON, logging,
+    /// locks shared across processes, and devices (client and discovery, sharing one
+    /// ``DeviceAccess`` made with `network`). New module objects on every call: one set per run.
+    public static func standard(network: DeviceAccess.Options = DeviceAccess.Options(), runID: String? = nil) -> [any LuaModule] {
         let access = DeviceAccess(options: network)
-        return core() + [ClientModule(access: access), DiscoveryModule(access: access)]
+        let locks = runID.map { LockModule(runID: $0) } ?? LockModule()
+        return core() + [locks, ClientModule(access: access), DiscoveryModule(access: access)]
     }
 
     /// The modules that need nothing outside the process: tasks and timers, message values,

@@ -2,6 +2,7 @@ import ArgumentParser
 import BatonCore
 import BatonLua
 import BatonNet
+import Foundation
 import Logging
 import NIOPosix
 
@@ -20,8 +21,12 @@ struct Run: ParsableCommand {
             The run ends when the main chunk has returned and nothing is left that can \
             fire (no task, timer or wait pending), at `baton.exit(code)`, or at --timeout.
 
+            --lock NAME runs the script only if no other run holds that lock (see baton \
+            lock): one run of a job at a time, from cron or by hand.
+
             Examples:
               baton run examples/hello.lua world
+              baton run --lock nightly --on-conflict skip --jitter 30s job.lua
               baton run --timeout 30s --max-memory 64M job.lua jobs.json
               baton run -e 'baton.log.info("hi", baton.date())'
               echo 'print(1 + 1)' | baton run -
@@ -53,6 +58,22 @@ struct Run: ParsableCommand {
     @Flag(help: ArgumentHelp(ConnectionSecurity.insecureHelp))
     var insecure = false
 
+    @Option(help: ArgumentHelp(
+        "Hold the lock NAME for the whole run: one run of a job at a time, across processes (a kernel lock: a run killed with -9 leaves nothing stale).",
+        valueName: "name"))
+    var lock: String?
+
+    @Option(name: .customLong("on-conflict"), help: ArgumentHelp(
+        "When another run holds --lock: fail (the default: exit 75), skip (exit 0, saying so, running nothing) or wait (up to --lock-wait).",
+        valueName: "policy"))
+    var onConflict: String?
+
+    @Option(name: .customLong("lock-wait"), help: ArgumentHelp("How long --on-conflict wait waits for the lock (default 1m); given alone, it means wait.", valueName: "duration"))
+    var lockWait: String?
+
+    @Option(help: ArgumentHelp("Sleep a random time up to this first, so that a fleet of cron lines does not start at one instant: 30s, 5m.", valueName: "duration"))
+    var jitter: String?
+
     @OptionGroup var logging: LoggingOptions
 
     @Argument(help: ArgumentHelp("The script to run, or - for standard input.", valueName: "script"))
@@ -74,11 +95,57 @@ struct Run: ParsableCommand {
         if DurationText.parse(connectTimeout) == nil {
             throw ValidationError("Invalid --connect-timeout '\(connectTimeout)': use a duration like 500ms or 3s.")
         }
+        if let lock, let problem = NamedLock.problem(with: lock) { throw ValidationError("Invalid --lock: \(problem).") }
+        if let onConflict, !["fail", "skip", "wait"].contains(onConflict) {
+            throw ValidationError("Invalid --on-conflict '\(onConflict)': use fail, skip or wait.")
+        }
+        if lock == nil, onConflict != nil || lockWait != nil {
+            throw ValidationError("--on-conflict and --lock-wait go with --lock NAME.")
+        }
+        for (flag, text) in [("--lock-wait", lockWait), ("--jitter", jitter)] {
+            if let text, DurationText.parse(text) == nil {
+                throw ValidationError("Invalid \(flag) '\(text)': use a duration like 500ms, 30s or 2m.")
+            }
+        }
+    }
+
+    /// Sleeps the jitter, then takes --lock as --on-conflict says; exits 75 (held), or 0 for
+    /// skip, when the run is not to go on. The lock is held until the process ends.
+    private func takeLock(runID: String, format: LogFormat) -> NamedLock? {
+        if let jitter, let span = DurationText.parse(jitter), span > .zero {
+            let nanoseconds = span.components.seconds * 1_000_000_000 + span.components.attoseconds / 1_000_000_000
+            usleep(UInt32(clamping: Int64.random(in: 0...nanoseconds) / 1000))
+        }
+        guard let name = lock else { return nil }
+        let policy = onConflict ?? (lockWait != nil ? "wait" : "fail")
+        let wait = policy == "wait" ? DurationText.parse(lockWait ?? "1m") ?? .seconds(60) : .zero
+        let holder = NamedLock.Holder(runID: runID, command: CommandLine.arguments.joined(separator: " "))
+        let deadline = ContinuousClock.now + wait
+        while true {
+            do {
+                if let taken = try NamedLock.tryAcquire(name, holder: holder) { return taken }
+            } catch {
+                FailureReport.write(message: "cannot use lock \(name): \(error)", format: format)
+                Baton.exitProcess(ErrorClass.lockHeld.exitCode)
+            }
+            if ContinuousClock.now >= deadline { break }
+            usleep(25_000)
+        }
+        let held = NamedLock.status(of: name).holder.map { " by \($0.description)" } ?? ""
+        if policy == "skip" {
+            Logger(label: "baton.run").notice("skipped: lock \(name) is held\(held)")
+            Baton.exitProcess(0)
+        }
+        FailureReport.write(message: "lock \(name) is held\(held)", format: format)
+        Baton.exitProcess(ErrorClass.lockHeld.exitCode)
     }
 
     func run() throws {
         logging.bootstrap()
         let format = logging.logFormat
+        let runID = UUID().uuidString.lowercased()
+        let held = takeLock(runID: runID, format: format)
+        defer { held?.release() }
 
         let source: ScriptSource
         var args = arguments
@@ -106,7 +173,7 @@ struct Run: ParsableCommand {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let outcome = try LuaRuntime.run(
             source, arguments: args, commandLine: commandLine, options: options,
-            modules: BatonModules.standard(network: network), on: group.next()
+            modules: BatonModules.standard(network: network, runID: runID), on: group.next()
         ).wait()
         switch outcome {
         case .invalidScript(let message):

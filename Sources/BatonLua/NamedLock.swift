@@ -1,0 +1,144 @@
+import BatonCore
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A lock that runs of Baton share by name, across processes: a kernel lock (`flock`) on the
+/// file `NAME.lock` in ``folder``, so a run killed with -9 leaves nothing stale (the kernel lets
+/// go with the process). The file also says who holds it, for people (`baton lock status`);
+/// the kernel lock alone decides. Two holders in one process exclude each other too.
+public final class NamedLock: @unchecked Sendable {
+    /// Who holds a lock, as its file says.
+    public struct Holder: Sendable, Equatable {
+        public var pid: Int32
+        public var runID: String
+        public var started: Date
+        public var command: String
+
+        public init(pid: Int32 = getpid(), runID: String, started: Date = Date(), command: String) {
+            self.pid = pid
+            self.runID = runID
+            self.started = started
+            self.command = command
+        }
+
+        var json: String {
+            JSON.object([
+                .init("pid", .int(Int64(pid))), .init("run", .string(runID)), .init("started", .string(ISO8601.format(started))),
+                .init("command", .string(command)),
+            ]).serialized()
+        }
+
+        init?(json text: String) {
+            guard let json = try? JSON.parse(text), case .dictionary(let d)? = try? Value(json: json),
+                  let pid = d.number("pid"), let run = d.string("run"), let started = d.string("started").flatMap(ISO8601.parse)
+            else { return nil }
+            self.init(pid: Int32(pid), runID: run, started: started, command: d.string("command") ?? "")
+        }
+
+        /// `pid 4242, run 1f0c…, since 2026-11-24T03:00:00.000Z: baton run job.lua`.
+        public var description: String {
+            "pid \(pid), run \(runID), since \(ISO8601.format(started))\(command.isEmpty ? "" : ": " + command)"
+        }
+    }
+
+    /// The lock's name.
+    public let name: String
+    private var fd: Int32
+
+    private init(name: String, fd: Int32) {
+        self.name = name
+        self.fd = fd
+    }
+
+    deinit { release() }
+
+    /// Where lock files live: `$BATON_LOCK_DIR`, else `$XDG_RUNTIME_DIR/baton/locks`, else
+    /// `$XDG_STATE_HOME/baton/locks` (else `~/.local/state/baton/locks`).
+    public static var folder: String {
+        let environment = ProcessInfo.processInfo.environment
+        if let dir = environment["BATON_LOCK_DIR"], !dir.isEmpty { return dir }
+        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") { return runtime + "/baton/locks" }
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/baton/locks" }
+        return (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state/baton/locks"
+    }
+
+    /// Why `name` cannot name a lock, or nil: letters, digits, `.`, `_` and `-`, 1 to 100 of them.
+    public static func problem(with name: String) -> String? {
+        let allowed = name.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c == 0x2e || c == 0x5f || c == 0x2d
+        }
+        guard !name.isEmpty, name.utf8.count <= 100, allowed, name.first != "." else {
+            return "a lock name is 1 to 100 letters, digits, '.', '_' or '-' (not starting with '.'), got \"\(name)\""
+        }
+        return nil
+    }
+
+    /// Takes the lock if no one holds it, writing `holder` into its file; nil when another
+    /// holds it. Never waits.
+    public static func tryAcquire(_ name: String, holder: Holder) throws -> NamedLock? {
+        if let problem = problem(with: name) { throw LockError.badName(problem) }
+        let folder = folder
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw LockError.unusable("cannot make the lock folder \(folder): \(error)")
+        }
+        let fd = open(folder + "/" + name + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw LockError.unusable("cannot open \(folder)/\(name).lock: \(String(cString: strerror(errno)))") }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            return nil
+        }
+        let bytes = Array((holder.json + "\n").utf8)
+        ftruncate(fd, 0)
+        _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        return NamedLock(name: name, fd: fd)
+    }
+
+    /// Lets go of the lock (the file stays, saying who held it last). Twice does nothing.
+    public func release() {
+        guard fd >= 0 else { return }
+        flock(fd, LOCK_UN)
+        close(fd)
+        fd = -1
+    }
+
+    /// Whether it is still held by this object.
+    public var isHeld: Bool { fd >= 0 }
+
+    /// What the lock named `name` is now: held (and by whom, as its file says), or free.
+    public static func status(of name: String) -> (held: Bool, holder: Holder?) {
+        let path = folder + "/" + name + ".lock"
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return (false, nil) }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 8192)
+        let n = pread(fd, &bytes, bytes.count, 0)
+        let holder = n > 0 ? Holder(json: String(decoding: bytes[..<n], as: UTF8.self)) : nil
+        // A shared lock succeeds only when no one holds the exclusive one.
+        guard flock(fd, LOCK_SH | LOCK_NB) == 0 else { return (true, holder) }
+        flock(fd, LOCK_UN)
+        return (false, holder)
+    }
+
+    /// The names of the locks that have a file in ``folder``.
+    public static func names() -> [String] {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return files.filter { $0.hasSuffix(".lock") }.map { String($0.dropLast(".lock".count)) }.sorted()
+    }
+}
+
+/// Why a lock could not be used at all (not: that another holds it).
+public enum LockError: Error, CustomStringConvertible {
+    case badName(String)
+    case unusable(String)
+
+    public var description: String {
+        switch self {
+        case .badName(let text), .unusable(let text): text
+        }
+    }
+}
