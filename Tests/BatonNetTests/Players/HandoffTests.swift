@@ -461,10 +461,13 @@ struct HandoffTests {
         let pid = try #require(try await tv.mpv().property("pid").get().intValue)
         kill(pid_t(pid), SIGKILL)
         var restarted: Int64?
-        #expect(await eventually(within: 20) {
-            restarted = try? await tv.mpv().property("pid").get().intValue
+        let came = await eventually(within: 30) {
+            guard let mpv = try? await tv.mpv() else { return false }
+            defer { mpv.close() }
+            restarted = try? await mpv.property("pid").get().intValue
             return restarted != nil && restarted != pid
-        })
+        }
+        #expect(came, "no new mpv; the agent's log:\n\(tv.agent.log)")
         await tv.stop()
         if let restarted {
             #expect(await eventually { kill(pid_t(restarted), 0) != 0 })
