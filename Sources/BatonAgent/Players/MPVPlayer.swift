@@ -38,8 +38,10 @@ final class MPVPlayer: Player, @unchecked Sendable {
 
     func start() {
         eventLoop.execute { [self] in
-            connect().whenFailure { [logger, socket] error in
+            connect().whenFailure { [self] error in
+                // It did not start, or died before it listened: try again, ever more slowly.
                 logger.warning("mpv is not available yet", metadata: ["socket": "\(socket)", "reason": "\(error)"])
+                restart()
             }
         }
     }
