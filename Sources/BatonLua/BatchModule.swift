@@ -1,0 +1,141 @@
+/// `baton.batch(items, fn [, opts])`: runs `fn(item, ctx)` for every item, `jobs` at a time as
+/// tasks on the run's one loop, retrying the error classes `retry_on` with exponential backoff
+/// and jitter, cancelling an item at `item_timeout`, and returns the report (see README,
+/// "Batches"). Written in Lua: it is scheduling over the runtime's own tasks.
+public final class BatchModule: LuaModule, @unchecked Sendable {
+    public init() {}
+
+    public func install(in runtime: LuaRuntime, table m: Int32) throws {
+        runtime.state.pushValue(at: m)
+        try runtime.runChunk(Self.source, named: "baton.batch", arguments: 1)
+    }
+
+    static let source = #"""
+local baton = ...
+local floor, random, huge = math.floor, math.random, math.huge
+
+local function fail(message) error("baton.batch: " .. message, 3) end
+
+-- The tolerated failures: a count, or "P%" of the items.
+local function tolerated(tolerate, total)
+  if tolerate == nil then return 0 end
+  if type(tolerate) == "number" and tolerate >= 0 then return floor(tolerate) end
+  local percent = type(tolerate) == "string" and tonumber(tolerate:match("^(%d+%.?%d*)%%$"))
+  if percent then return floor(total * percent / 100) end
+  fail("tolerate must be a count or a percentage like \"10%\", got " .. tostring(tolerate))
+end
+
+local function key_of(item, index, key)
+  if type(key) == "function" then return tostring(key(item, index)) end
+  if type(item) == "table" then
+    local k = item[key or "key"]
+    if k == nil and key == nil then k = item.id end
+    if k ~= nil then return tostring(k) end
+  end
+  return tostring(index)
+end
+
+function baton.batch(items, fn, opts)
+  if type(items) ~= "table" then fail("items must be an array, got " .. type(items)) end
+  if type(fn) ~= "function" then fail("fn must be a function(item, ctx), got " .. type(fn)) end
+  opts = opts or {}
+  local jobs = opts.jobs or 4
+  if math.type(jobs) ~= "integer" or jobs < 1 then fail("jobs must be an integer from 1, got " .. tostring(jobs)) end
+  local retries = opts.retries or 0
+  local retry_on = { unavailable = true, timeout = true }
+  if opts.retry_on then
+    retry_on = {}
+    for _, class in ipairs(opts.retry_on) do retry_on[class] = true end
+  end
+  local backoff_min, backoff_max = 0.1, 5
+  if opts.backoff then backoff_min, backoff_max = opts.backoff[1] or backoff_min, opts.backoff[2] or backoff_max end
+  local item_timeout = opts.item_timeout
+  local id = opts.id or tostring(baton.uuid())
+  local total = #items
+  local counts = { total = total, succeeded = 0, changed = 0, failed = 0, retried = 0 }
+  local report = { id = id, started = baton.date(), counts = counts, failures_by_class = {}, items = {} }
+  local t0 = baton.now()
+
+  local function run(index)
+    local item = items[index]
+    local key = key_of(item, index, opts.key)
+    local entry = { key = key, attempts = 0, started = baton.date() }
+    local started = baton.now()
+    while true do
+      entry.attempts = entry.attempts + 1
+      local changed = false
+      local ctx = {
+        key = key, attempt = entry.attempts, batch = id, idempotency_key = id .. "/" .. key, log = baton.log,
+        changed = function() changed = true end,
+      }
+      -- The item's own errors are caught in its task (with their traceback), so they are the
+      -- batch's to count, not the run's.
+      local traceback
+      local task = baton.spawn(function()
+        return xpcall(fn, function(e) traceback = debug.traceback(nil, 2) return e end, item, ctx)
+      end)
+      local timer = item_timeout and baton.after(item_timeout, function() task:cancel() end)
+      local finished, ok, err = pcall(task.wait, task)
+      if timer then timer:stop() end
+      if finished and ok then
+        entry.status = changed and "changed" or "ok"
+        entry.changed = changed
+        entry.error = nil
+        break
+      end
+      local class = type(err) == "table" and err.class or "script"
+      local message = tostring(err)
+      if not finished then
+        class, message, traceback = "timeout", ("the item did not finish within %g s"):format(item_timeout), nil
+      end
+      entry.error = { class = class, message = message, retryable = retry_on[class] == true, traceback = traceback }
+      if entry.attempts > retries or not retry_on[class] then
+        entry.status = "failed"
+        break
+      end
+      counts.retried = counts.retried + 1
+      local pause = math.min(backoff_max, backoff_min * 2 ^ (entry.attempts - 1))
+      baton.sleep(pause * (0.5 + random() / 2))
+    end
+    entry.duration = baton.now() - started
+    if entry.status == "failed" then
+      counts.failed = counts.failed + 1
+      local class = entry.error.class
+      report.failures_by_class[class] = (report.failures_by_class[class] or 0) + 1
+    else
+      counts.succeeded = counts.succeeded + 1
+      if entry.changed then counts.changed = counts.changed + 1 end
+    end
+    return entry
+  end
+
+  local next_index = 1
+  local workers = {}
+  for w = 1, math.min(jobs, total) do
+    workers[w] = baton.spawn(function()
+      while next_index <= total do
+        local index = next_index
+        next_index = next_index + 1
+        report.items[index] = run(index)
+      end
+    end)
+  end
+  for _, worker in ipairs(workers) do worker:wait() end
+
+  local allowed = tolerated(opts.tolerate, total)
+  if counts.failed == 0 then
+    report.status, report.exit_code = "succeeded", 0
+  elseif counts.failed <= allowed then
+    report.status, report.exit_code = "succeeded_with_failures", 0
+  else
+    report.status, report.exit_code = "failed", 4
+  end
+  report.tolerated = allowed
+  report.ended = baton.date()
+  report.duration = baton.now() - t0
+  if next(report.failures_by_class) == nil then report.failures_by_class = nil end
+  if total == 0 then report.items = baton.array{} end
+  return report
+end
+"""#
+}
