@@ -116,6 +116,8 @@ let package = Package(
             dependencies: [
                 "BatonLua", "BatonCore", "BatonAgent", "BatonNet", "BatonWire", "BatonClient", "BatonDiscovery", "BatonSecurity",
                 .product(name: "X509", package: "swift-certificates"),
+                // A batch journal records its script's and input's SHA-256.
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -1,18 +1,48 @@
+import Foundation
+import NIOCore
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `baton.batch(items, fn [, opts])`: runs `fn(item, ctx)` for every item, `jobs` at a time as
 /// tasks on the run's one loop, retrying the error classes `retry_on` with exponential backoff
 /// and jitter, cancelling an item at `item_timeout`, and returns the report (see README,
-/// "Batches"). Written in Lua: it is scheduling over the runtime's own tasks.
+/// "Batches"). Written in Lua: it is scheduling over the runtime's own tasks. With `journal`
+/// (a file), each item's start is appended and fsynced before the item runs, and its end after.
 public final class BatchModule: LuaModule, @unchecked Sendable {
     public init() {}
 
     public func install(in runtime: LuaRuntime, table m: Int32) throws {
-        runtime.state.pushValue(at: m)
-        try runtime.runChunk(Self.source, named: "baton.batch", arguments: 1)
+        let lua = runtime.state
+        lua.pushValue(at: m)
+        // What the Lua part needs from the host, out of the scripts' sight.
+        lua.newTable()
+        runtime.register("append", in: -1, qualifier: "journal") { call in try Self.append(call) }
+        try runtime.runChunk(Self.source, named: "baton.batch", arguments: 2)
+    }
+
+    /// `append(path, line)`: appends the line and fsyncs, off the loop; the task waits.
+    private static func append(_ call: HostCall) throws -> HostResult {
+        let path = try call.string(1), line = try call.string(2) + "\n"
+        let loop = call.runtime.eventLoop
+        let written = NIOThreadPool.singleton.runIfActive(eventLoop: loop) { () throws -> Void in
+            let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw HostError.message("cannot write the journal \(path): \(String(cString: strerror(errno)))") }
+            defer { close(fd) }
+            let bytes = Array(line.utf8)
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            guard n == bytes.count, fsync(fd) == 0 else {
+                throw HostError.message("cannot write the journal \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+        return try call.runtime.wait(call, for: written) { _, _ in 0 }
     }
 
     static let source = #"""
-local baton = ...
-local floor, random, huge = math.floor, math.random, math.huge
+local baton, host = ...
+local floor, random = math.floor, math.random
 
 local function fail(message) error("baton.batch: " .. message, 3) end
 
@@ -52,7 +82,12 @@ function baton.batch(items, fn, opts)
   local item_timeout = opts.item_timeout
   local id = opts.id or tostring(baton.uuid())
   local total = #items
-  local counts = { total = total, succeeded = 0, changed = 0, failed = 0, retried = 0 }
+  local counts = { total = total, succeeded = 0, changed = 0, failed = 0, retried = 0, skipped = 0, in_doubt = 0 }
+  local journal, skip, doubt = opts.journal, opts.skip or {}, opts.in_doubt or {}
+  local in_doubt_policy = opts.in_doubt_policy or "retry"
+  local function record(fields)
+    if journal then host.append(journal, baton.json.encode(fields)) end
+  end
   local report = { id = id, started = baton.date(), counts = counts, failures_by_class = {}, items = {} }
   local t0 = baton.now()
 
@@ -61,8 +96,23 @@ function baton.batch(items, fn, opts)
     local key = key_of(item, index, opts.key)
     local entry = { key = key, attempts = 0, started = baton.date() }
     local started = baton.now()
+    if skip[key] then
+      counts.skipped = counts.skipped + 1
+      entry.status, entry.duration = "skipped", 0
+      return entry
+    end
+    if doubt[key] then
+      -- Started by an earlier run that never said how it ended.
+      if in_doubt_policy == "skip" then
+        counts.in_doubt = counts.in_doubt + 1
+        entry.status, entry.duration = "in_doubt", 0
+        return entry
+      end
+      entry.was_in_doubt = true
+    end
     while true do
       entry.attempts = entry.attempts + 1
+      record({ kind = "start", key = key, attempt = entry.attempts, time = baton.date() })
       local changed = false
       local ctx = {
         key = key, attempt = entry.attempts, batch = id, idempotency_key = id .. "/" .. key, log = baton.log,
@@ -98,6 +148,8 @@ function baton.batch(items, fn, opts)
       baton.sleep(pause * (0.5 + random() / 2))
     end
     entry.duration = baton.now() - started
+    record({ kind = "end", key = key, status = entry.status, attempts = entry.attempts, time = baton.date(),
+             error = entry.error and { class = entry.error.class, message = entry.error.message } or nil })
     if entry.status == "failed" then
       counts.failed = counts.failed + 1
       local class = entry.error.class

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BatonCore
+import Crypto
 import BatonLua
 import BatonNet
 import Foundation
@@ -31,7 +32,15 @@ struct BatchCommand: ParsableCommand {
             status (ok, changed, failed), attempts, start, duration, error (class, message, \
             traceback, retryable). A summary goes to stderr.
 
-            Not yet: the journal and --resume, --halt, progress, --trace (see issue 14).
+            --journal DIR keeps DIR/journal.jsonl: a header (the batch id, the script's and \
+            input's SHA-256, the policy), then for each item a start record, written and \
+            fsynced before the item runs, and an end record. --resume continues that batch \
+            by item key: items that ended are skipped, the rest run; it refuses when the \
+            script or the input changed (unless --force). --retry-failed runs only the items \
+            that failed. An item that started and never ended (the runner was killed) is in \
+            doubt: --in-doubt retry (the default) runs it again, skip leaves it and counts it.
+
+            Not yet: --halt, progress, --trace (see issue 14).
 
             Examples:
               baton batch move.lua --input sessions.json --jobs 8 --retries 3 --report r.json
@@ -75,6 +84,21 @@ struct BatchCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Write the JSON report here.", valueName: "file"))
     var report: String?
 
+    @Option(help: ArgumentHelp("Keep a journal in this folder: each item's start (fsynced before it runs) and end, for --resume.", valueName: "dir"))
+    var journal: String?
+
+    @Flag(help: "Continue the batch in --journal: items that ended are not run again.")
+    var resume = false
+
+    @Flag(name: .customLong("retry-failed"), help: "Run again only the items of --journal's batch that failed (and those in doubt).")
+    var retryFailed = false
+
+    @Option(name: .customLong("in-doubt"), help: ArgumentHelp("Items an earlier run started and never ended: retry (the default; jobs are meant to be idempotent) or skip.", valueName: "policy"))
+    var inDoubt = "retry"
+
+    @Flag(help: "Resume even though the script or the input changed since the journal began.")
+    var force = false
+
     @Flag(help: ArgumentHelp(ConnectionSecurity.insecureHelp))
     var insecure = false
 
@@ -92,6 +116,9 @@ struct BatchCommand: ParsableCommand {
         if let itemTimeout, DurationText.parse(itemTimeout) == nil {
             throw ValidationError("Invalid --item-timeout '\(itemTimeout)': use a duration like 30s or 2m.")
         }
+        if (resume || retryFailed) && journal == nil { throw ValidationError("--resume and --retry-failed need --journal DIR.") }
+        if resume && retryFailed { throw ValidationError("Give --resume or --retry-failed, not both.") }
+        guard ["retry", "skip"].contains(inDoubt) else { throw ValidationError("Invalid --in-doubt '\(inDoubt)': use retry or skip.") }
         guard tolerate.wholeMatch(of: /[0-9]+(\.[0-9]+)?%?/) != nil else {
             throw ValidationError("Invalid --tolerate '\(tolerate)': use a count like 3 or a percentage like 5%.")
         }
@@ -121,6 +148,17 @@ struct BatchCommand: ParsableCommand {
         if let key { options.append(.init("key", .string(key))) }
         if let itemTimeout, let duration = DurationText.parse(itemTimeout) { options.append(.init("item_timeout", .double(seconds(duration)))) }
         options.append(.init("tolerate", tolerate.hasSuffix("%") ? .string(tolerate) : .int(Int64(Double(tolerate) ?? 0))))
+        options.append(.init("in_doubt_policy", .string(inDoubt)))
+        let mode = resume ? "resume" : retryFailed ? "retry-failed" : "new"
+        if let journal, mode == "new" {
+            do {
+                try FileManager.default.createDirectory(atPath: journal, withIntermediateDirectories: true)
+            } catch {
+                FailureReport.write(message: "cannot make the journal folder \(journal): \(error)", format: format)
+                Baton.exitProcess(2)
+            }
+        }
+        let journalArguments = [journal.map { $0 + "/journal.jsonl" } ?? "", mode, force ? "force" : "", Self.sha256(script), Self.sha256(input)]
         let runOptions = RuntimeOptions(logger: Logger(label: "baton.batch"), reportFailure: { FailureReport.write($0, format: format) })
         var network = DeviceAccess.Options()
         network.discovery = discovery.directoryOptions
@@ -128,7 +166,7 @@ struct BatchCommand: ParsableCommand {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let outcome = try LuaRuntime.run(
             .string(Self.driver, chunkName: "baton batch"),
-            arguments: [script, input, JSON.object(options).serialized(), report ?? ""],
+            arguments: [script, input, JSON.object(options).serialized(), report ?? ""] + journalArguments,
             options: runOptions, modules: BatonModules.standard(network: network), on: group.next()
         ).wait()
         switch outcome {
@@ -143,15 +181,25 @@ struct BatchCommand: ParsableCommand {
         Baton.exitProcess(outcome.exitCode)
     }
 
-    /// Loads the script and the items, runs baton.batch, writes the report and the summary.
-    static let driver = #"""
-local script, input, options, report_path = ...
-local chunk, problem = loadfile(script)
-if not chunk then error(problem, 0) end
-chunk()
-if type(job) ~= "function" then error(script .. " defines no function job(item, ctx)", 0) end
+    /// The SHA-256 of a file's bytes, in hex; empty when it cannot be read.
+    static func sha256(_ path: String) -> String {
+        guard let data = FileManager.default.contents(atPath: path) else { return "" }
+        return SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+    }
 
-local file = io.open(input) or error("cannot read " .. input, 0)
+    /// Loads the script and the items, reads and writes the journal, runs baton.batch, writes
+    /// the report and the summary.
+    static let driver = #"""
+local script, input, options, report_path, journal, mode, force, script_sha, input_sha = ...
+options = baton.json.decode(options)
+-- What keeps the batch from starting is a usage error: said in one line, exit 2.
+local function refuse(message) io.stderr:write(message, "\n") baton.exit(2) end
+local chunk, problem = loadfile(script)
+if not chunk then refuse(problem) end
+chunk()
+if type(job) ~= "function" then refuse(script .. " defines no function job(item, ctx)") end
+
+local file = io.open(input) or refuse("cannot read " .. input)
 local text = file:read("a")
 file:close()
 local items = {}
@@ -176,7 +224,7 @@ if input:lower():match("%.csv$") then
     i = i + 1
   end
   if #field > 0 or #row > 0 then finish_field() rows[#rows + 1] = row end
-  local header = rows[1] or error(input .. " has no header line", 0)
+  local header = rows[1] or refuse(input .. " has no header line")
   for r = 2, #rows do
     local item = {}
     for c, name in ipairs(header) do item[name] = rows[r][c] or "" end
@@ -190,22 +238,58 @@ else
     n = n + 1
     if line:match("%S") then
       local ok, item = pcall(baton.json.decode, line)
-      if not ok then error(("%s:%d: not JSON: %s"):format(input, n, item), 0) end
+      if not ok then refuse(("%s:%d: not JSON: %s"):format(input, n, item)) end
       items[#items + 1] = item
     end
   end
 end
 
-local report = baton.batch(items, job, baton.json.decode(options))
+if journal ~= "" then
+  local existing = io.open(journal)
+  if mode == "new" then
+    if existing then existing:close() refuse(journal .. " already holds a batch: --resume it, or give another --journal") end
+    options.id = tostring(baton.uuid())
+    local header = io.open(journal, "w") or refuse("cannot write " .. journal)
+    header:write(baton.json.encode({ kind = "batch", id = options.id, script = script, script_sha256 = script_sha,
+                                     input = input, input_sha256 = input_sha, policy = options }), "\n")
+    header:close()
+  else
+    if not existing then refuse("no journal at " .. journal .. " to resume") end
+    local started, ended = {}, {}
+    for line in existing:lines() do
+      local ok, r = pcall(baton.json.decode, line)
+      if ok and r.kind == "batch" then
+        if force ~= "force" and (r.script_sha256 ~= script_sha or r.input_sha256 ~= input_sha) then
+          existing:close()
+          refuse(("the %s changed since batch %s began (give --force to resume anyway)"):format(
+            r.script_sha256 ~= script_sha and "script" or "input", r.id))
+        end
+        options.id = r.id
+      elseif ok and r.kind == "start" then started[r.key] = true
+      elseif ok and r.kind == "end" then ended[r.key] = r.status end
+    end
+    existing:close()
+    options.skip, options.in_doubt = {}, {}
+    for key, status in pairs(ended) do
+      if mode == "resume" or status ~= "failed" then options.skip[key] = true end
+    end
+    for key in pairs(started) do
+      if ended[key] == nil then options.in_doubt[key] = true end
+    end
+  end
+  options.journal = journal
+end
+
+local report = baton.batch(items, job, options)
 report.script, report.input = script, input
 if report_path ~= "" then
-  local out = io.open(report_path, "w") or error("cannot write " .. report_path, 0)
+  local out = io.open(report_path, "w") or refuse("cannot write " .. report_path)
   out:write(baton.json.encode(report, { pretty = true }), "\n")
   out:close()
 end
 local c = report.counts
-io.stderr:write(("batch %s: %s, %d items: %d succeeded (%d changed), %d failed, %d retries, %.1f s\n"):format(
-  report.id, report.status, c.total, c.succeeded, c.changed, c.failed, c.retried, report.duration))
+io.stderr:write(("batch %s: %s, %d items: %d succeeded (%d changed), %d failed, %d retries, %d skipped, %d in doubt, %.1f s\n"):format(
+  report.id, report.status, c.total, c.succeeded, c.changed, c.failed, c.retried, c.skipped, c.in_doubt, report.duration))
 for _, item in ipairs(report.items) do
   if item.status == "failed" then
     io.stderr:write(("  %s: %s: %s\n"):format(item.key, item.error.class, item.error.message))

@@ -36,7 +36,7 @@ struct BatchTests {
         #expect(report["status"] as? String == "failed")
         #expect(report["exit_code"] as? Int == 4)
         let counts = try #require(report["counts"] as? [String: Int])
-        #expect(counts == ["total": 100, "succeeded": 92, "changed": 47, "failed": 8, "retried": 11])
+        #expect(counts == ["total": 100, "succeeded": 92, "changed": 47, "failed": 8, "retried": 11, "skipped": 0, "in_doubt": 0])
         #expect(report["failures_by_class"] as? [String: Int] == ["script": 4, "not_found": 3, "timeout": 1])
         let items = try #require(report["items"] as? [[String: Any]])
         #expect(items.count == 100)
@@ -93,5 +93,63 @@ struct BatchTests {
         let result = try await BatonProcess.run(["batch", "job.lua", "--input", "i.jsonl"] + arguments, directory: dir.url)
         #expect(result.exitCode == 2, "\(result)")
         #expect(result.stderr.contains("Invalid"), "\(result)")
+    }
+
+    @Test("the runner killed with -9 mid-batch: --resume redoes no item that ended, runs the ones in doubt again, and refuses a changed script")
+    func killedAndResumed() async throws {
+        let dir = try ScriptDirectory()
+        // Item 20 kills its own runner with -9, once: the batch stops mid-way, items in flight.
+        try dir.write("job.lua", """
+            function job(item, ctx)
+              local f = io.open("ran.txt", "a") f:write(ctx.key, "\\n") f:close()
+              if ctx.key == "i20" and not io.open("killed") then
+                io.open("killed", "w"):close()
+                local pid = io.open("/proc/self/stat"):read("n")
+                os.execute("kill -9 " .. pid)
+                baton.sleep(10)
+              end
+              baton.sleep(0.02)
+            end
+            """)
+        try dir.write("items.jsonl", (1...40).map { #"{"key": "i\#($0)"}"# }.joined(separator: "\n") + "\n")
+        let first = try await dir.baton("batch", "job.lua", "--input", "items.jsonl", "--jobs", "4", "--journal", "j")
+        #expect(first.exitCode == 137, "\(first)")
+        let journal = try String(contentsOf: dir.url.appendingPathComponent("j/journal.jsonl"), encoding: .utf8)
+        let records = journal.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(records.first?["kind"] as? String == "batch")
+        let ended = Set(records.filter { $0["kind"] as? String == "end" }.compactMap { $0["key"] as? String })
+        let started = Set(records.filter { $0["kind"] as? String == "start" }.compactMap { $0["key"] as? String })
+        let inDoubt = started.subtracting(ended)
+        #expect(inDoubt.contains("i20"))
+        #expect(!ended.isEmpty)
+
+        let resumed = try await dir.baton("batch", "job.lua", "--input", "items.jsonl", "--jobs", "4", "--journal", "j", "--resume", "--report", "r.json")
+        #expect(resumed.exitCode == 0, "\(resumed)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: dir.url.appendingPathComponent("r.json"))) as? [String: Any])
+        let counts = try #require(report["counts"] as? [String: Int])
+        #expect(counts["skipped"] == ended.count)
+        #expect(counts["succeeded"] == 40 - ended.count)
+        #expect(counts["in_doubt"] == 0)
+        let ran = try String(contentsOf: dir.url.appendingPathComponent("ran.txt"), encoding: .utf8).split(separator: "\n").map(String.init)
+        for key in (1...40).map({ "i\($0)" }) {
+            // An item in doubt may have been killed before or after it did its work: it ran
+            // once or twice. Every other item ran exactly once.
+            let times = ran.filter { $0 == key }.count
+            #expect(inDoubt.contains(key) ? (1...2).contains(times) : times == 1, "\(key) ran \(times) times")
+        }
+
+        let again = try await dir.baton("batch", "job.lua", "--input", "items.jsonl", "--journal", "j", "--resume")
+        #expect(again.exitCode == 0, "\(again)")
+        #expect(again.stderr.contains("0 succeeded (0 changed), 0 failed, 0 retries, 40 skipped"), "\(again)")
+
+        try dir.write("job.lua", "-- changed\n" + (try String(contentsOf: dir.url.appendingPathComponent("job.lua"), encoding: .utf8)))
+        let changed = try await dir.baton("batch", "job.lua", "--input", "items.jsonl", "--journal", "j", "--resume")
+        #expect(changed.exitCode == 2, "\(changed)")
+        #expect(changed.stderr.hasPrefix("the script changed since batch "), "\(changed)")
+        let forced = try await dir.baton("batch", "job.lua", "--input", "items.jsonl", "--journal", "j", "--resume", "--force")
+        #expect(forced.exitCode == 0, "\(forced)")
+        let fresh = try await dir.baton("batch", "job.lua", "--input", "items.jsonl", "--journal", "j")
+        #expect(fresh.exitCode == 2, "\(fresh)")
+        #expect(fresh.stderr.contains("already holds a batch"), "\(fresh)")
     }
 }
