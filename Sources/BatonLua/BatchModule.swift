@@ -85,6 +85,9 @@ function baton.batch(items, fn, opts)
   local counts = { total = total, succeeded = 0, changed = 0, failed = 0, retried = 0, skipped = 0, in_doubt = 0 }
   local journal, skip, doubt = opts.journal, opts.skip or {}, opts.in_doubt or {}
   local in_doubt_policy = opts.in_doubt_policy or "retry"
+  if in_doubt_policy == "check" and type(opts.verify) ~= "function" then
+    fail("in_doubt_policy \"check\" needs verify = function(item, ctx)")
+  end
   local function record(fields)
     if journal then host.append(journal, baton.json.encode(fields)) end
   end
@@ -103,12 +106,23 @@ function baton.batch(items, fn, opts)
     end
     if doubt[key] then
       -- Started by an earlier run that never said how it ended.
-      if in_doubt_policy == "skip" then
+      entry.was_in_doubt = true
+      local settled = in_doubt_policy == "skip"
+      if in_doubt_policy == "check" then
+        -- verify(item, ctx) says whether the item's work is done already.
+        local ok, done = pcall(opts.verify, item, { key = key, batch = id, idempotency_key = id .. "/" .. key, log = baton.log })
+        if ok and done then
+          counts.succeeded = counts.succeeded + 1
+          entry.status, entry.verified, entry.duration = "ok", true, baton.now() - started
+          record({ kind = "end", key = key, status = "ok", attempts = 0, verified = true, time = baton.date() })
+          return entry
+        end
+      end
+      if settled then
         counts.in_doubt = counts.in_doubt + 1
         entry.status, entry.duration = "in_doubt", 0
         return entry
       end
-      entry.was_in_doubt = true
     end
     while true do
       entry.attempts = entry.attempts + 1

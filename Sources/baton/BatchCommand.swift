@@ -38,7 +38,9 @@ struct BatchCommand: ParsableCommand {
             by item key: items that ended are skipped, the rest run; it refuses when the \
             script or the input changed (unless --force). --retry-failed runs only the items \
             that failed. An item that started and never ended (the runner was killed) is in \
-            doubt: --in-doubt retry (the default) runs it again, skip leaves it and counts it.
+            doubt: --in-doubt retry (the default) runs it again, skip leaves it and counts it, \
+            check asks the script's verify(item, ctx) whether its work is done (true: counted \
+            as succeeded; else it runs again).
 
             Not yet: --halt, progress, --trace (see issue 14).
 
@@ -93,7 +95,9 @@ struct BatchCommand: ParsableCommand {
     @Flag(name: .customLong("retry-failed"), help: "Run again only the items of --journal's batch that failed (and those in doubt).")
     var retryFailed = false
 
-    @Option(name: .customLong("in-doubt"), help: ArgumentHelp("Items an earlier run started and never ended: retry (the default; jobs are meant to be idempotent) or skip.", valueName: "policy"))
+    @Option(name: .customLong("in-doubt"), help: ArgumentHelp(
+        "Items an earlier run started and never ended: retry (the default; jobs are meant to be idempotent), skip, or check (the script's verify(item, ctx) says whether it is done).",
+        valueName: "policy"))
     var inDoubt = "retry"
 
     @Flag(help: "Resume even though the script or the input changed since the journal began.")
@@ -118,7 +122,9 @@ struct BatchCommand: ParsableCommand {
         }
         if (resume || retryFailed) && journal == nil { throw ValidationError("--resume and --retry-failed need --journal DIR.") }
         if resume && retryFailed { throw ValidationError("Give --resume or --retry-failed, not both.") }
-        guard ["retry", "skip"].contains(inDoubt) else { throw ValidationError("Invalid --in-doubt '\(inDoubt)': use retry or skip.") }
+        guard ["retry", "skip", "check"].contains(inDoubt) else {
+            throw ValidationError("Invalid --in-doubt '\(inDoubt)': use retry, skip or check.")
+        }
         guard tolerate.wholeMatch(of: /[0-9]+(\.[0-9]+)?%?/) != nil else {
             throw ValidationError("Invalid --tolerate '\(tolerate)': use a count like 3 or a percentage like 5%.")
         }
@@ -198,6 +204,10 @@ local chunk, problem = loadfile(script)
 if not chunk then refuse(problem) end
 chunk()
 if type(job) ~= "function" then refuse(script .. " defines no function job(item, ctx)") end
+if options.in_doubt_policy == "check" then
+  if type(verify) ~= "function" then refuse("--in-doubt check needs " .. script .. " to define verify(item, ctx)") end
+  options.verify = verify
+end
 
 local file = io.open(input) or refuse("cannot read " .. input)
 local text = file:read("a")

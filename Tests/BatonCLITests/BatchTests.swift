@@ -152,4 +152,34 @@ struct BatchTests {
         #expect(fresh.exitCode == 2, "\(fresh)")
         #expect(fresh.stderr.contains("already holds a batch"), "\(fresh)")
     }
+
+    @Test("--in-doubt check: verify(item, ctx) settles the items in doubt, so every item's work is done exactly once")
+    func inDoubtChecked() async throws {
+        let dir = try ScriptDirectory()
+        try dir.write("job.lua", """
+            local function ran() local f = io.open("ran.txt") local t = f and f:read("a") or "" if f then f:close() end return t end
+            function verify(item, ctx) return ran():find(ctx.key .. "\\n", 1, true) ~= nil end
+            function job(item, ctx)
+              if ctx.key == "i7" and not io.open("killed") then
+                io.open("killed", "w"):close()
+                os.execute("kill -9 " .. io.open("/proc/self/stat"):read("n"))
+                baton.sleep(10)
+              end
+              local f = io.open("ran.txt", "a") f:write(ctx.key, "\\n") f:close()
+              baton.sleep(0.02)
+            end
+            """)
+        try dir.write("items.jsonl", (1...20).map { #"{"key": "i\#($0)"}"# }.joined(separator: "\n") + "\n")
+        let first = try await dir.baton("batch", "job.lua", "--input", "items.jsonl", "--jobs", "3", "--journal", "j")
+        #expect(first.exitCode == 137, "\(first)")
+        let resumed = try await dir.baton("batch", "job.lua", "--input", "items.jsonl", "--jobs", "3", "--journal", "j", "--resume", "--in-doubt", "check")
+        #expect(resumed.exitCode == 0, "\(resumed)")
+        let ran = try String(contentsOf: dir.url.appendingPathComponent("ran.txt"), encoding: .utf8).split(separator: "\n").map(String.init)
+        #expect(ran.sorted() == (1...20).map { "i\($0)" }.sorted(), "\(ran)")
+        try dir.write("plain.lua", "function job() end")
+        let noVerify = try await BatonProcess.run(
+            ["batch", "plain.lua", "--input", "items.jsonl", "--in-doubt", "check"], directory: dir.url)
+        #expect(noVerify.exitCode == 2, "\(noVerify)")
+        #expect(noVerify.stderr.hasPrefix("--in-doubt check needs plain.lua to define verify(item, ctx)"), "\(noVerify)")
+    }
 }
