@@ -44,7 +44,7 @@ public enum HandoffKeys {
             return report
         }
         defer { close(fd) }
-        let giveUp = Date().addingTimeInterval(seconds(wait) + 1)
+        let giveUp = Date().addingTimeInterval(wait.inSeconds + 1)
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             guard Date() < giveUp else {
                 var report = HandoffReport(status: .timeout, detail: "another handoff with key \(key) is still running")
@@ -54,7 +54,7 @@ public enum HandoffKeys {
             try? await Task.sleep(for: .milliseconds(20))
         }
         defer { flock(fd, LOCK_UN) }
-        if var kept = read(fd, key: key), Date().timeIntervalSince1970 - kept.time < seconds(window) {
+        if var kept = read(fd, key: key), Date().timeIntervalSince1970 - kept.time < window.inSeconds {
             kept.report.repeated = true
             return kept.report
         }
@@ -64,10 +64,6 @@ public enum HandoffKeys {
             write(fd, key: key, report: report)
         }
         return report
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     /// The report kept in `fd`, if it is one for `key`.

@@ -43,7 +43,7 @@ final class HandoffRun: @unchecked Sendable {
         self.sourceDevice = source
         self.targetDevice = target
         self.options = options
-        deadline = started.addingTimeInterval(Double(options.timeout.components.seconds) + Double(options.timeout.components.attoseconds) / 1e18)
+        deadline = started.addingTimeInterval(options.timeout.inSeconds)
     }
 
     /// Why the handoff stopped short.
@@ -126,14 +126,9 @@ final class HandoffRun: @unchecked Sendable {
         // Keep whichever opened, so that run() closes it.
         source = opened.0.map { PlaybackPeer(role: "source", channel: $0) }
         target = targetOpened.0.map { PlaybackPeer(role: "target", channel: $0) }
-        guard let source else { throw openStop(opened.1, opened.2, app: sourceApp, role: "source", unavailable: .sourceUnavailable) }
-        guard let target else { throw openStop(targetOpened.1, targetOpened.2, app: targetApp, role: "target", unavailable: .targetUnavailable) }
+        guard let source else { throw stop(opened.1.rawValue, opened.2, who: "the source's \(sourceApp)", otherwise: .sourceUnavailable) }
+        guard let target else { throw stop(targetOpened.1.rawValue, targetOpened.2, who: "the target's \(targetApp)", otherwise: .targetUnavailable) }
         return (source, target)
-    }
-
-    private func openStop(_ status: OpenStatus, _ detail: String, app: String, role: String, unavailable: HandoffStatus) -> Stop {
-        if status == .unknown, detail.hasPrefix("timed out") { return Stop(status: .timeout, detail: "the \(role): \(detail)") }
-        return Stop(status: unavailable, detail: "the \(role)'s \(app): \(status.rawValue)\(detail.isEmpty ? "" : ": " + detail)", deviceStatus: status.rawValue)
     }
 
     /// Both players' states, together: the source's is what to hand off; the target's tells
@@ -168,13 +163,15 @@ final class HandoffRun: @unchecked Sendable {
         case .failed(let failure):
             throw Stop(status: unavailable, detail: "the \(peer.role)'s player: \(failure)")
         case .unanswered(let status, let detail):
-            throw unanswered(status, detail, role: peer.role, otherwise: unavailable)
+            throw stop(status.rawValue, detail, who: "the \(peer.role)", otherwise: unavailable)
         }
     }
 
-    private func unanswered(_ status: ResponseStatus, _ detail: String, role: String, otherwise: HandoffStatus) -> Stop {
-        if status == .unknown, detail.hasPrefix("timed out") { return Stop(status: .timeout, detail: "the \(role): \(detail)") }
-        return Stop(status: otherwise, detail: "the \(role): \(status.rawValue)\(detail.isEmpty ? "" : ": " + detail)", deviceStatus: status.rawValue)
+    /// A request to `who` that got no answer but `status` (a Rome status): `timeout` when it
+    /// timed out, else `otherwise`, with the status underneath.
+    private func stop(_ status: String, _ detail: String, who: String, otherwise: HandoffStatus) -> Stop {
+        if ErrorClass(status: status, detail: detail) == .timeout { return Stop(status: .timeout, detail: "\(who): \(detail)") }
+        return Stop(status: otherwise, detail: "\(who): \(status)\(detail.isEmpty ? "" : ": " + detail)", deviceStatus: status)
     }
 
     /// What the target is asked to play: the source's queue and entry, from where the source
@@ -211,7 +208,7 @@ final class HandoffRun: @unchecked Sendable {
         case .failed(let failure):
             throw Stop(status: .targetFailed, detail: "the target did not play \(request.uri): \(failure)")
         case .unanswered(let status, let detail):
-            throw unanswered(status, detail, role: "target", otherwise: .targetFailed)
+            throw stop(status.rawValue, detail, who: "the target", otherwise: .targetFailed)
         }
     }
 
@@ -241,7 +238,7 @@ final class HandoffRun: @unchecked Sendable {
         case .failed(let failure):
             throw Stop(status: .targetFailed, detail: "the target started \(String(format: "%.3f", error)) s off and would not seek: \(failure)")
         case .unanswered(let status, let detail):
-            throw unanswered(status, detail, role: "target", otherwise: .targetFailed)
+            throw stop(status.rawValue, detail, who: "the target", otherwise: .targetFailed)
         }
         try checkCancelled()
     }

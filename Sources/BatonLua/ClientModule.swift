@@ -100,14 +100,16 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
         let runtime = call.runtime
         let timeout = try DiscoveryModule.timeout(call, 2, allowing: ["required"])
         let required = call.lua.type(at: 2) == .table ? try OptionTable(call, at: 2, function: call.name).bool("required") ?? false : false
+        @Sendable func ambiguity(_ ids: [String]) -> String {
+            "\(ids.count) devices are named \"\(target)\": \(ids.joined(separator: ", ")); find one by id"
+        }
         guard let address = DeviceAddress(target) else {
             let found = try access.directory.find(target, timeout: timeout).flatMapThrowing { result in
                 guard required else { return result }
                 switch result {
                 case .found: return result
                 case .notFound: throw HostError.classed(.notFound, "no device named or with the id \"\(target)\" was found")
-                case .ambiguous(let ids):
-                    throw HostError.classed(.notFound, "\(ids.count) devices are named \"\(target)\": \(ids.joined(separator: ", ")); find one by id")
+                case .ambiguous(let ids): throw HostError.classed(.notFound, ambiguity(ids))
                 }
             }
             return try runtime.wait(call, for: found) { result, lua in
@@ -122,7 +124,7 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
                 case .ambiguous(let ids):
                     lua.pushNil()
                     lua.push("ambiguous")
-                    lua.push("\(ids.count) devices are named \"\(target)\": \(ids.joined(separator: ", ")); find one by id")
+                    lua.push(ambiguity(ids))
                     return 3
                 }
             }

@@ -146,7 +146,7 @@ extension AccountCommand {
             let folder = ConfigurationFolder.standard
             let credentials = AccountCommand.credentials(folder, logging)
             let duration = DurationText.parse(expires) ?? .seconds(600)
-            let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+            let seconds = duration.inSeconds
             let (code, until) = AccountCommand.attempt(logging) { try credentials.invite(in: folder, expiresIn: seconds) }
             if json {
                 print(JSON.object([

@@ -135,11 +135,7 @@ struct BatchCommand: ParsableCommand {
         guard parts.count == 2, let low = DurationText.parse(parts[0]), let high = DurationText.parse(parts[1]), low <= high else {
             throw ValidationError("Invalid --backoff '\(backoff)': use MIN..MAX, like 100ms..5s.")
         }
-        return (seconds(low), seconds(high))
-    }
-
-    private func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return (low.inSeconds, high.inSeconds)
     }
 
     func run() throws {
@@ -152,7 +148,7 @@ struct BatchCommand: ParsableCommand {
             .init("backoff", .array([.double(low), .double(high)])),
         ]
         if let key { options.append(.init("key", .string(key))) }
-        if let itemTimeout, let duration = DurationText.parse(itemTimeout) { options.append(.init("item_timeout", .double(seconds(duration)))) }
+        if let itemTimeout, let duration = DurationText.parse(itemTimeout) { options.append(.init("item_timeout", .double(duration.inSeconds))) }
         options.append(.init("tolerate", tolerate.hasSuffix("%") ? .string(tolerate) : .int(Int64(Double(tolerate) ?? 0))))
         options.append(.init("in_doubt_policy", .string(inDoubt)))
         let mode = resume ? "resume" : retryFailed ? "retry-failed" : "new"

@@ -113,8 +113,7 @@ struct Run: ParsableCommand {
     /// skip, when the run is not to go on. The lock is held until the process ends.
     private func takeLock(runID: String, format: LogFormat) -> NamedLock? {
         if let jitter, let span = DurationText.parse(jitter), span > .zero {
-            let nanoseconds = span.components.seconds * 1_000_000_000 + span.components.attoseconds / 1_000_000_000
-            usleep(UInt32(clamping: Int64.random(in: 0...nanoseconds) / 1000))
+            usleep(UInt32(clamping: Int64(Double.random(in: 0...span.inSeconds) * 1e6)))
         }
         guard let name = lock else { return nil }
         let policy = onConflict ?? (lockWait != nil ? "wait" : "fail")

@@ -63,14 +63,8 @@ final class MPDPlayer: Player, @unchecked Sendable {
     /// What MPD is to `add` for `uri`: a URL with a scheme other than file as it is, a path
     /// relative to the music directory. Anything else it cannot open.
     func mpdPath(_ uri: String) throws(PlaybackFailure) -> String {
-        var path = uri
-        if uri.hasPrefix("file://") {
-            guard let url = URL(string: uri), url.isFileURL else { throw .cannotOpen("\(uri) is not a file URL") }
-            path = url.path
-        } else if uri.contains("://") {
-            return uri
-        }
-        guard path.hasPrefix("/") else { return path }
+        // A stream URL, or a path already relative to the music directory, goes as it is.
+        guard let path = try PlaybackService.localPath(uri) else { return uri }
         guard let musicDirectory else {
             throw .cannotOpen("MPD takes files under its music directory, and this app names none (music_directory)")
         }

@@ -29,18 +29,20 @@ enum PlaybackService {
         }
     }
 
+    /// The local path `uri` names: a `file://` URI's path, or an absolute path as it is; nil
+    /// for any other URI (and a relative path). A `file:` URI that is not one is `cannot_open`.
+    static func localPath(_ uri: String) throws(PlaybackFailure) -> String? {
+        if uri.hasPrefix("file://") {
+            guard let url = URL(string: uri), url.isFileURL else { throw .cannotOpen("\(uri) is not a file URL") }
+            return url.path
+        }
+        return uri.hasPrefix("/") ? uri : nil
+    }
+
     /// A file path or `file://` URI that cannot be read here is ``PlaybackFailure/cannotOpen(_:)``
     /// at once, before the player is touched; other URIs are the player's to open.
     static func checkReadable(_ uri: String) throws(PlaybackFailure) {
-        let path: String
-        if uri.hasPrefix("file://") {
-            guard let url = URL(string: uri), url.isFileURL else { throw .cannotOpen("\(uri) is not a file URL") }
-            path = url.path
-        } else if uri.hasPrefix("/") {
-            path = uri
-        } else {
-            return
-        }
+        guard let path = try localPath(uri) else { return }
         guard access(path, R_OK) == 0 else {
             throw .cannotOpen("cannot read \(path) here: \(String(cString: strerror(errno)))")
         }
