@@ -11,6 +11,8 @@ import Glibc
 /// and jitter, cancelling an item at `item_timeout`, and returns the report (see README,
 /// "Batches"). Written in Lua: it is scheduling over the runtime's own tasks. With `journal`
 /// (a file), each item's start is appended and fsynced before the item runs, and its end after.
+/// `halt`, `timeout` and (with `signals`, once ``Interruption/catchSignals()`` was called)
+/// SIGINT or SIGTERM stop it early: nothing new starts, and the report says why.
 public final class BatchModule: LuaModule, @unchecked Sendable {
     public init() {}
 
@@ -20,6 +22,12 @@ public final class BatchModule: LuaModule, @unchecked Sendable {
         // What the Lua part needs from the host, out of the scripts' sight.
         lua.newTable()
         runtime.register("append", in: -1, qualifier: "journal") { call in try Self.append(call) }
+        runtime.register("signal", in: -1, qualifier: "batch") { call in
+            let (signal, count) = Interruption.received
+            call.lua.push(Int64(signal))
+            call.lua.push(Int64(count))
+            return .values(2)
+        }
         try runtime.runChunk(Self.source, named: "baton.batch", arguments: 2)
     }
 
@@ -46,13 +54,26 @@ local floor, random = math.floor, math.random
 
 local function fail(message) error("baton.batch: " .. message, 3) end
 
--- The tolerated failures: a count, or "P%" of the items.
-local function tolerated(tolerate, total)
-  if tolerate == nil then return 0 end
-  if type(tolerate) == "number" and tolerate >= 0 then return floor(tolerate) end
-  local percent = type(tolerate) == "string" and tonumber(tolerate:match("^(%d+%.?%d*)%%$"))
+-- A count, or "P%" of the items.
+local function share(value, total, what)
+  if type(value) == "number" and value >= 0 then return floor(value) end
+  local text = type(value) == "string" and value
+  local percent = text and tonumber(text:match("^(%d+%.?%d*)%%$"))
   if percent then return floor(total * percent / 100) end
-  fail("tolerate must be a count or a percentage like \"10%\", got " .. tostring(tolerate))
+  if text and text:match("^%d+$") then return tonumber(text) end
+  fail(what .. " must be a count or a percentage like \"10%\", got " .. tostring(value))
+end
+
+-- "soon,fail=N" (start no new item once N failed) or "now,fail=N" (and cancel the running
+-- ones), N a count or a percentage: GNU parallel's --halt.
+local function halting(halt, total)
+  if halt == nil then return nil end
+  local when, limit
+  if type(halt) == "string" then when, limit = halt:match("^(%a+),fail=(%d+%.?%d*%%?)$") end
+  if when ~= "soon" and when ~= "now" then
+    fail("halt must be \"soon,fail=N\" or \"now,fail=N\" (N a count or a percentage), got " .. tostring(halt))
+  end
+  return { now = when == "now", after = math.max(1, share(limit, total, "halt's fail")) }
 end
 
 local function key_of(item, index, key)
@@ -79,10 +100,12 @@ function baton.batch(items, fn, opts)
   end
   local backoff_min, backoff_max = 0.1, 5
   if opts.backoff then backoff_min, backoff_max = opts.backoff[1] or backoff_min, opts.backoff[2] or backoff_max end
-  local item_timeout = opts.item_timeout
+  local item_timeout, timeout, grace = opts.item_timeout, opts.timeout, opts.grace or 10
   local id = opts.id or tostring(baton.uuid())
   local total = #items
-  local counts = { total = total, succeeded = 0, changed = 0, failed = 0, retried = 0, skipped = 0, in_doubt = 0 }
+  local allowed = share(opts.tolerate or 0, total, "tolerate")
+  local halt = halting(opts.halt, total)
+  local counts = { total = total, succeeded = 0, changed = 0, failed = 0, retried = 0, skipped = 0, in_doubt = 0, not_run = 0 }
   local journal, skip, doubt = opts.journal, opts.skip or {}, opts.in_doubt or {}
   local in_doubt_policy = opts.in_doubt_policy or "retry"
   if in_doubt_policy == "check" and type(opts.verify) ~= "function" then
@@ -93,6 +116,21 @@ function baton.batch(items, fn, opts)
   end
   local report = { id = id, started = baton.date(), counts = counts, failures_by_class = {}, items = {} }
   local t0 = baton.now()
+
+  -- Why the batch stops before its end: "halted", "timed_out" or "cancelled" (a signal).
+  local stop, signal
+  local running = {} -- item tasks running now, and their entries
+  local function cancel_running()
+    local now_running = {}
+    for task, entry in pairs(running) do
+      if not entry.stopped then entry.stopped = true now_running[#now_running + 1] = task end
+    end
+    for _, task in ipairs(now_running) do task:cancel() end
+  end
+  local function stop_batch(why, cancel)
+    stop = stop or why
+    if cancel then cancel_running() end
+  end
 
   local function run(index)
     local item = items[index]
@@ -138,13 +176,22 @@ function baton.batch(items, fn, opts)
       local task = baton.spawn(function()
         return xpcall(fn, function(e) traceback = debug.traceback(nil, 2) return e end, item, ctx)
       end)
+      running[task] = entry
       local timer = item_timeout and baton.after(item_timeout, function() task:cancel() end)
       local finished, ok, err = pcall(task.wait, task)
+      running[task] = nil
       if timer then timer:stop() end
+      if type(ctx.device) == "string" then entry.device = ctx.device
+      elseif type(item) == "table" and type(item.device) == "string" then entry.device = item.device end
       if finished and ok then
         entry.status = changed and "changed" or "ok"
         entry.changed = changed
         entry.error = nil
+        break
+      end
+      if entry.stopped then
+        -- Cancelled by the batch's stop: what it did is not known.
+        entry.status, entry.error = "cancelled", nil
         break
       end
       local class = type(err) == "table" and err.class or "script"
@@ -153,13 +200,17 @@ function baton.batch(items, fn, opts)
         class, message, traceback = "timeout", ("the item did not finish within %g s"):format(item_timeout), nil
       end
       entry.error = { class = class, message = message, retryable = retry_on[class] == true, traceback = traceback }
-      if entry.attempts > retries or not retry_on[class] then
+      if entry.attempts > retries or not retry_on[class] or stop then
+        entry.status = "failed"
+        break
+      end
+      local pause = math.min(backoff_max, backoff_min * 2 ^ (entry.attempts - 1))
+      baton.sleep(pause * (0.5 + random() / 2))
+      if stop then
         entry.status = "failed"
         break
       end
       counts.retried = counts.retried + 1
-      local pause = math.min(backoff_max, backoff_min * 2 ^ (entry.attempts - 1))
-      baton.sleep(pause * (0.5 + random() / 2))
     end
     entry.duration = baton.now() - started
     record({ kind = "end", key = key, status = entry.status, attempts = entry.attempts, time = baton.date(),
@@ -168,6 +219,9 @@ function baton.batch(items, fn, opts)
       counts.failed = counts.failed + 1
       local class = entry.error.class
       report.failures_by_class[class] = (report.failures_by_class[class] or 0) + 1
+      if halt and counts.failed >= halt.after then stop_batch("halted", halt.now) end
+    elseif entry.status == "cancelled" then
+      counts.in_doubt = counts.in_doubt + 1
     else
       counts.succeeded = counts.succeeded + 1
       if entry.changed then counts.changed = counts.changed + 1 end
@@ -175,11 +229,36 @@ function baton.batch(items, fn, opts)
     return entry
   end
 
+  -- Watches what can stop the batch from outside (a signal, the deadline) and draws progress.
+  local supervisor
+  if opts.signals or timeout or opts.progress then
+    local signalled_at
+    supervisor = baton.spawn(function()
+      while true do
+        baton.sleep(0.1)
+        local signo, count = host.signal()
+        if signo ~= 0 then
+          if not signalled_at then
+            signalled_at, signal, stop = baton.now(), signo, "cancelled"
+            if next(running) then
+              baton.log.warn(("interrupted: no new items start; the running ones get %g s to finish (signal again to cancel them)"):format(grace))
+            end
+          end
+          if count >= 2 or baton.now() - signalled_at >= grace then cancel_running() end
+        end
+        if timeout and baton.now() - t0 >= timeout then stop_batch("timed_out", true) end
+        if opts.progress then
+          opts.progress(counts, baton.now() - t0)
+        end
+      end
+    end)
+  end
+
   local next_index = 1
   local workers = {}
   for w = 1, math.min(jobs, total) do
     workers[w] = baton.spawn(function()
-      while next_index <= total do
+      while next_index <= total and not stop do
         local index = next_index
         next_index = next_index + 1
         report.items[index] = run(index)
@@ -187,9 +266,25 @@ function baton.batch(items, fn, opts)
     end)
   end
   for _, worker in ipairs(workers) do worker:wait() end
+  if supervisor then supervisor:cancel() end
+  for index = next_index, total do
+    local key = key_of(items[index], index, opts.key)
+    if skip[key] then
+      counts.skipped = counts.skipped + 1
+      report.items[index] = { key = key, status = "skipped", attempts = 0, duration = 0 }
+    else
+      counts.not_run = counts.not_run + 1
+      report.items[index] = { key = key, status = "not_run", attempts = 0, duration = 0 }
+    end
+  end
 
-  local allowed = tolerated(opts.tolerate, total)
-  if counts.failed == 0 then
+  if stop == "cancelled" then
+    report.status, report.exit_code, report.signal = "cancelled", 128 + signal, signal
+  elseif stop == "timed_out" then
+    report.status, report.exit_code = "timed_out", 3
+  elseif stop == "halted" then
+    report.status, report.exit_code = "halted", 4
+  elseif counts.failed == 0 then
     report.status, report.exit_code = "succeeded", 0
   elseif counts.failed <= allowed then
     report.status, report.exit_code = "succeeded_with_failures", 0

@@ -83,6 +83,17 @@ struct BatchCommand: ParsableCommand {
     @Option(help: ArgumentHelp("How many failed items still make a success: a count, or a percentage like 5%.", valueName: "n|p%"))
     var tolerate = "0"
 
+    @Option(help: ArgumentHelp(
+        "Stop early once this many items failed: soon,fail=N (start no new item) or now,fail=N (and cancel the running ones); N a count or a percentage.",
+        valueName: "when,fail=n|p%"))
+    var halt: String?
+
+    @Option(help: ArgumentHelp("Stop the whole batch after this long: running items are cancelled, the rest not run (exit 3).", valueName: "duration"))
+    var timeout: String?
+
+    @Option(help: ArgumentHelp("After SIGINT or SIGTERM, how long running items get to finish before they are cancelled (a second signal cancels them at once).", valueName: "duration"))
+    var grace = "10s"
+
     @Option(help: ArgumentHelp("Write the JSON report here.", valueName: "file"))
     var report: String?
 
@@ -117,8 +128,13 @@ struct BatchCommand: ParsableCommand {
             throw ValidationError("Invalid --retry-on class '\(name)': use \(ErrorClass.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
         _ = try backoffRange()
-        if let itemTimeout, DurationText.parse(itemTimeout) == nil {
-            throw ValidationError("Invalid --item-timeout '\(itemTimeout)': use a duration like 30s or 2m.")
+        for (flag, text) in [("--item-timeout", itemTimeout), ("--timeout", timeout), ("--grace", grace)] {
+            if let text, DurationText.parse(text) == nil {
+                throw ValidationError("Invalid \(flag) '\(text)': use a duration like 30s or 2m.")
+            }
+        }
+        if let halt, halt.wholeMatch(of: /(soon|now),fail=[0-9]+(\.[0-9]+)?%?/) == nil {
+            throw ValidationError("Invalid --halt '\(halt)': use soon,fail=N or now,fail=N, N a count or a percentage like 5%.")
         }
         if (resume || retryFailed) && journal == nil { throw ValidationError("--resume and --retry-failed need --journal DIR.") }
         if resume && retryFailed { throw ValidationError("Give --resume or --retry-failed, not both.") }
@@ -149,7 +165,10 @@ struct BatchCommand: ParsableCommand {
         ]
         if let key { options.append(.init("key", .string(key))) }
         if let itemTimeout, let duration = DurationText.parse(itemTimeout) { options.append(.init("item_timeout", .double(duration.inSeconds))) }
+        if let timeout, let duration = DurationText.parse(timeout) { options.append(.init("timeout", .double(duration.inSeconds))) }
+        if let grace = DurationText.parse(grace) { options.append(.init("grace", .double(grace.inSeconds))) }
         options.append(.init("tolerate", tolerate.hasSuffix("%") ? .string(tolerate) : .int(Int64(Double(tolerate) ?? 0))))
+        if let halt { options.append(.init("halt", .string(halt))) }
         options.append(.init("in_doubt_policy", .string(inDoubt)))
         let mode = resume ? "resume" : retryFailed ? "retry-failed" : "new"
         if let journal, mode == "new" {
@@ -160,15 +179,25 @@ struct BatchCommand: ParsableCommand {
                 Baton.exitProcess(2)
             }
         }
-        let journalArguments = [journal.map { $0 + "/journal.jsonl" } ?? "", mode, force ? "force" : "", Self.sha256(script), Self.sha256(input)]
+        let context = JSON.object([
+            .init("script", .string(script)), .init("input", .string(input)),
+            .init("script_sha256", .string(Self.sha256(script))), .init("input_sha256", .string(Self.sha256(input))),
+            .init("report", .string(report ?? "")), .init("journal", .string(journal.map { $0 + "/journal.jsonl" } ?? "")),
+            .init("journal_dir", .string(journal ?? "")), .init("mode", .string(mode)), .init("force", .bool(force)),
+            .init("command_line", .array(CommandLine.arguments.map { .string($0) })),
+            .init("host", .string(ProcessInfo.processInfo.hostName)), .init("version", .string(Baton.configuration.version)),
+            .init("progress", .string(progressStyle)),
+        ])
         let runOptions = RuntimeOptions(logger: Logger(label: "baton.batch"), reportFailure: { FailureReport.write($0, format: format) })
         var network = DeviceAccess.Options()
         network.discovery = discovery.directoryOptions
         network.security = { [insecure] in try ConnectionSecurity.forCommandLine(insecure: insecure) }
+        // SIGINT and SIGTERM stop the batch gracefully: the driver writes the journal and report.
+        Interruption.catchSignals()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let outcome = try LuaRuntime.run(
             .string(Self.driver, chunkName: "baton batch"),
-            arguments: [script, input, JSON.object(options).serialized(), report ?? ""] + journalArguments,
+            arguments: [JSON.object(options).serialized(), context.serialized()],
             options: runOptions, modules: BatonModules.standard(network: network), on: group.next()
         ).wait()
         switch outcome {
@@ -183,6 +212,14 @@ struct BatchCommand: ParsableCommand {
         Baton.exitProcess(outcome.exitCode)
     }
 
+    /// How progress is shown: a bar redrawn on a terminal whose stderr carries no logs but
+    /// ours, a plain line every few seconds elsewhere, a JSON line with JSON logs, none with -q.
+    private var progressStyle: String {
+        if logging.quiet { return "none" }
+        if logging.logFormat == .json { return "json" }
+        return isatty(2) != 0 ? (ProcessInfo.processInfo.environment["NO_COLOR"].map { !$0.isEmpty } == true ? "bar-plain" : "bar") : "lines"
+    }
+
     /// The SHA-256 of a file's bytes, in hex; empty when it cannot be read.
     static func sha256(_ path: String) -> String {
         guard let data = FileManager.default.contents(atPath: path) else { return "" }
@@ -192,8 +229,12 @@ struct BatchCommand: ParsableCommand {
     /// Loads the script and the items, reads and writes the journal, runs baton.batch, writes
     /// the report and the summary.
     static let driver = #"""
-local script, input, options, report_path, journal, mode, force, script_sha, input_sha = ...
+local options, context = ...
 options = baton.json.decode(options)
+context = baton.json.decode(context)
+local script, input, journal, mode, report_path = context.script, context.input, context.journal, context.mode, context.report
+-- The policy as given, for the report, before the driver adds what only it needs.
+local policy = baton.json.decode(baton.json.encode(options))
 -- What keeps the batch from starting is a usage error: said in one line, exit 2.
 local function refuse(message) io.stderr:write(message, "\n") baton.exit(2) end
 local chunk, problem = loadfile(script)
@@ -250,6 +291,7 @@ else
   end
 end
 
+local script_sha, input_sha = context.script_sha256, context.input_sha256
 if journal ~= "" then
   local existing = io.open(journal)
   if mode == "new" then
@@ -257,7 +299,7 @@ if journal ~= "" then
     options.id = tostring(baton.uuid())
     local header = io.open(journal, "w") or refuse("cannot write " .. journal)
     header:write(baton.json.encode({ kind = "batch", id = options.id, script = script, script_sha256 = script_sha,
-                                     input = input, input_sha256 = input_sha, policy = options }), "\n")
+                                     input = input, input_sha256 = input_sha, policy = policy }), "\n")
     header:close()
   else
     if not existing then refuse("no journal at " .. journal .. " to resume") end
@@ -265,7 +307,7 @@ if journal ~= "" then
     for line in existing:lines() do
       local ok, r = pcall(baton.json.decode, line)
       if ok and r.kind == "batch" then
-        if force ~= "force" and (r.script_sha256 ~= script_sha or r.input_sha256 ~= input_sha) then
+        if not context.force and (r.script_sha256 ~= script_sha or r.input_sha256 ~= input_sha) then
           existing:close()
           refuse(("the %s changed since batch %s began (give --force to resume anyway)"):format(
             r.script_sha256 ~= script_sha and "script" or "input", r.id))
@@ -277,7 +319,9 @@ if journal ~= "" then
     existing:close()
     options.skip, options.in_doubt = {}, {}
     for key, status in pairs(ended) do
-      if mode == "resume" or status ~= "failed" then options.skip[key] = true end
+      -- A cancelled item was stopped mid-way: in doubt, like one whose end was never written.
+      if status == "cancelled" then ended[key] = nil
+      elseif mode == "resume" or status ~= "failed" then options.skip[key] = true end
     end
     for key in pairs(started) do
       if ended[key] == nil then options.in_doubt[key] = true end
@@ -286,20 +330,77 @@ if journal ~= "" then
   options.journal = journal
 end
 
+-- Progress on stderr: a bar redrawn in place on a terminal, else a line every few seconds.
+local style = context.progress
+-- A bar shows at once; a plain line first after its interval.
+local last_shown = (style == "lines" or style == "json") and 0 or nil
+local function eta_text(seconds)
+  if not seconds then return "?" end
+  if seconds >= 3600 then return ("%dh%02dm"):format(seconds // 3600, seconds % 3600 // 60) end
+  if seconds >= 60 then return ("%dm%02ds"):format(seconds // 60, seconds % 60) end
+  return ("%ds"):format(math.ceil(seconds))
+end
+if style ~= "none" then
+  options.progress = function(c, elapsed)
+    local bar = style == "bar" or style == "bar-plain"
+    if last_shown and elapsed - last_shown < (bar and 0.2 or 5) then return end
+    last_shown = elapsed
+    local done = c.succeeded + c.failed + c.skipped + c.in_doubt
+    local eta = done > c.skipped and elapsed / (done - c.skipped) * (c.total - done) or nil
+    if bar then
+      local width = 30
+      local filled = c.total > 0 and width * done // c.total or width
+      local failed = ("%d failed"):format(c.failed)
+      if style == "bar" and c.failed > 0 then failed = "\27[31m" .. failed .. "\27[0m" end
+      io.stderr:write(("\r[%s%s] %d/%d  %s  ETA %s\27[K"):format(string.rep("#", filled), string.rep("-", width - filled),
+        done, c.total, failed, eta_text(eta)))
+    elseif style == "json" then
+      io.stderr:write(baton.json.encode({ kind = "progress", batch = options.id, done = done, total = c.total,
+        failed = c.failed, elapsed = elapsed, eta = eta }), "\n")
+    else
+      io.stderr:write(("batch: %d/%d done, %d failed, %.0f s, ETA %s\n"):format(done, c.total, c.failed, elapsed, eta_text(eta)))
+    end
+  end
+end
+options.signals = true
+
 local report = baton.batch(items, job, options)
+if last_shown and (style == "bar" or style == "bar-plain") then io.stderr:write("\r\27[K") end
+
+-- The command that runs what is left: the failures, and what never ran or was left in doubt.
+local function quote(word)
+  if word:match("^[%w@%%+=:,./_-]+$") then return word end
+  return "'" .. word:gsub("'", "'\\''") .. "'"
+end
+local c = report.counts
+if c.failed + c.in_doubt + c.not_run > 0 and journal ~= "" then
+  local words = {}
+  for _, word in ipairs(context.command_line) do
+    if word ~= "--resume" and word ~= "--retry-failed" then words[#words + 1] = quote(word) end
+  end
+  words[#words + 1] = "--retry-failed"
+  report.retry_command = table.concat(words, " ")
+end
 report.script, report.input = script, input
+report.script_sha256, report.input_sha256 = script_sha, input_sha
+report.command_line, report.host, report.version = context.command_line, context.host, context.version
+report.policy = policy
 if report_path ~= "" then
   local out = io.open(report_path, "w") or refuse("cannot write " .. report_path)
   out:write(baton.json.encode(report, { pretty = true }), "\n")
   out:close()
 end
-local c = report.counts
-io.stderr:write(("batch %s: %s, %d items: %d succeeded (%d changed), %d failed, %d retries, %d skipped, %d in doubt, %.1f s\n"):format(
-  report.id, report.status, c.total, c.succeeded, c.changed, c.failed, c.retried, c.skipped, c.in_doubt, report.duration))
+io.stderr:write(("batch %s: %s, %d items: %d succeeded (%d changed), %d failed, %d retries, %d skipped, %d in doubt, %d not run, %.1f s\n"):format(
+  report.id, report.status, c.total, c.succeeded, c.changed, c.failed, c.retried, c.skipped, c.in_doubt, c.not_run, report.duration))
 for _, item in ipairs(report.items) do
   if item.status == "failed" then
     io.stderr:write(("  %s: %s: %s\n"):format(item.key, item.error.class, item.error.message))
   end
+end
+if report.retry_command then
+  io.stderr:write("to run what is left: ", report.retry_command, "\n")
+elseif c.failed + c.in_doubt + c.not_run > 0 then
+  io.stderr:write("(with --journal DIR, --retry-failed would run what is left)\n")
 end
 baton.exit(report.exit_code)
 """#
