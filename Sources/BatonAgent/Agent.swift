@@ -118,16 +118,20 @@ public final class Agent: @unchecked Sendable {
     /// else it asks for is `denied_by_remote_system`, and nothing runs. A Lua launch function is
     /// cancelled when `context` is (its caller gave up); a launched program is never waited on.
     public func launch(
-        _ request: LaunchRequest, from caller: AuthorizationKind = .sameAccount, context: RequestContext? = nil
+        _ request: LaunchRequest, from caller: AuthorizationKind = .sameAccount, context: RequestContext? = nil,
+        logger: Logger? = nil
     ) -> EventLoopFuture<(LaunchStatus, String)> {
         // Connections live on the runtime's loop, so the usual call needs no hop.
         guard runtime.eventLoop.inEventLoop else {
-            return runtime.eventLoop.flatSubmit { [self] in launch(request, from: caller, context: context) }
+            return runtime.eventLoop.flatSubmit { [self] in launch(request, from: caller, context: context, logger: logger) }
         }
-        return launchOnLoop(request, from: caller, context: context)
+        return launchOnLoop(request, from: caller, context: context, logger: logger ?? self.logger)
     }
 
-    private func launchOnLoop(_ request: LaunchRequest, from caller: AuthorizationKind, context: RequestContext?) -> EventLoopFuture<(LaunchStatus, String)> {
+    /// `logger`: the agent's, or the connection's (which carries the caller's trace id).
+    private func launchOnLoop(
+        _ request: LaunchRequest, from caller: AuthorizationKind, context: RequestContext?, logger: Logger
+    ) -> EventLoopFuture<(LaunchStatus, String)> {
         let target = configuration.resolve(request)
         if caller == .anonymous, let refusal = Self.anonymousRefusal(target) {
             logger.notice("refused an anonymous launch", metadata: ["uri": "\(request.uri)", "reason": "\(refusal)"])
@@ -137,22 +141,27 @@ public final class Agent: @unchecked Sendable {
         case .refused(let status, let detail):
             return runtime.eventLoop.makeSucceededFuture((status, detail))
         case .handler(let handler, let uri):
-            return runtime.eventLoop.makeSucceededFuture(run(handler.command, uri: uri, data: request.data, for: "handler for \(handler.scheme):"))
+            return runtime.eventLoop.makeSucceededFuture(run(handler.command, uri: uri, data: request.data, for: "handler for \(handler.scheme):", logger: logger))
         case .app(let app, let uri):
+            let launched: EventLoopFuture<(LaunchStatus, String)>
             switch app.launch {
             case .command(let command):
-                return runtime.eventLoop.makeSucceededFuture(run(command, uri: uri, data: request.data, for: app.info.id))
+                return runtime.eventLoop.makeSucceededFuture(run(command, uri: uri, data: request.data, for: app.info.id, logger: logger))
             case .lua(let function):
-                return launch(app: app.info.id, function: function, uri: uri, data: request.data, context: context)
+                launched = launch(app: app.info.id, function: function, uri: uri, data: request.data, context: context, logger: logger)
             case .player:
-                return play(uri, app: app.info.id, data: request.data)
+                launched = play(uri, app: app.info.id, data: request.data)
             case .none:
                 return runtime.eventLoop.makeSucceededFuture((.protocolUnavailable, "\(app.info.id) cannot be launched"))
+            }
+            return launched.map { [id = app.info.id] result in
+                logger.info("launched", metadata: ["by": "\(id)", "uri": "\(uri)", "status": "\(result.0)"])
+                return result
             }
         }
     }
 
-    private func run(_ command: ArgvTemplate, uri: String, data: ValueDictionary, for what: String) -> (LaunchStatus, String) {
+    private func run(_ command: ArgvTemplate, uri: String, data: ValueDictionary, for what: String, logger: Logger) -> (LaunchStatus, String) {
         let argv = command.argv(uri: uri, data: data)
         if let problem = spawner.spawn(argv) {
             logger.error("launch failed", metadata: ["by": "\(what)", "reason": "\(problem)"])
@@ -163,14 +172,14 @@ public final class Agent: @unchecked Sendable {
     }
 
     private func launch(
-        app id: String, function: LuaReference, uri: String, data: ValueDictionary, context: RequestContext?
+        app id: String, function: LuaReference, uri: String, data: ValueDictionary, context: RequestContext?, logger: Logger
     ) -> EventLoopFuture<(LaunchStatus, String)> {
         let promise = runtime.eventLoop.makePromise(of: (LaunchStatus, String).self)
         let task = runtime.startTask(function: function, name: "launch function of \(id)", arguments: { [runtime] lua in
             lua.push(uri)
             runtime.push(.dictionary(data), on: lua)
             return 2
-        }) { [logger] result in
+        }) { result in
             switch result {
             case .failure(let failure):
                 promise.succeed((.unknown, failure.message))

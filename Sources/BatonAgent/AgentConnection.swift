@@ -2,6 +2,7 @@ import BatonCore
 import BatonLua
 import BatonNet
 import BatonWire
+import Logging
 import NIOCore
 import NIOPosix
 
@@ -16,11 +17,14 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
     private(set) var connection: PeerConnection?
     /// Channel id → the channel's app, service and Lua object.
     var channels: [UInt64: ServiceChannel] = [:]
+    /// The agent's logger, with the caller's trace id once its Hello gave one.
+    private(set) var logger: Logger
 
     init(agent: Agent, number: Int, connection: PeerConnection) {
         self.agent = agent
         self.number = number
         self.connection = connection
+        self.logger = agent.logger
     }
 
     /// Who the caller proved to be in the TLS handshake; a connection without one is served as
@@ -30,7 +34,8 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
     }
 
     func connection(_ connection: PeerConnection, hello: Hello) -> DeviceInfo? {
-        agent.logger.debug("client connected", metadata: [
+        if let trace = TraceContext.parse(hello.traceparent) { logger[metadataKey: "trace_id"] = "\(trace.traceID)" }
+        logger.debug("client connected", metadata: [
             "peer": "\(connection.remoteDescription)", "client": "\(hello.deviceName)",
             "authorization": "\(caller(connection).rawValue)",
         ])
@@ -45,7 +50,7 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
     }
 
     func connection(_ connection: PeerConnection, launch request: LaunchRequest, context: RequestContext) -> EventLoopFuture<(LaunchStatus, String)> {
-        agent.launch(request, from: caller(connection), context: context)
+        agent.launch(request, from: caller(connection), context: context, logger: logger)
     }
 
     func connection(

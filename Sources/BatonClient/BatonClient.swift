@@ -29,6 +29,9 @@ public final class BatonClient: @unchecked Sendable {
         /// Who this client says it is in Hello.
         public var deviceName = ""
         public var deviceID = ""
+        /// The W3C `traceparent` said in Hello, so that agents log under the caller's trace;
+        /// empty for none.
+        public var traceparent = ""
         public var timing = PeerConnection.Timing()
         /// Mutual TLS with this device's certificate, or plaintext to loopback agents only.
         public var security = ConnectionSecurity.insecure
@@ -84,7 +87,7 @@ public final class BatonClient: @unchecked Sendable {
         guard let route = routes.first, case .tcp(let address) = route else {
             return eventLoop.makeFailedFuture(BatonClientError.unreachable("\(device): no route to it is known"))
         }
-        let hello = Hello(deviceID: options.deviceID, deviceName: options.deviceName)
+        let hello = Hello(deviceID: options.deviceID, deviceName: options.deviceName, traceparent: options.traceparent)
         var timing = options.timing
         timing.requestTimeout = options.requestTimeout
         let attempt = PeerConnector.connect(

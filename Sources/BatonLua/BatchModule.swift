@@ -22,6 +22,27 @@ public final class BatchModule: LuaModule, @unchecked Sendable {
         // What the Lua part needs from the host, out of the scripts' sight.
         lua.newTable()
         runtime.register("append", in: -1, qualifier: "journal") { call in try Self.append(call) }
+        // What the trace (if any) learns from the batch: which item a task works for, retries,
+        // and the items' own errors, which the batch catches.
+        runtime.register("trace_item", in: -1, qualifier: "batch") { call in
+            if let trace = call.runtime.options.trace, let task = call.runtime.current?.id {
+                trace.label(task: task, item: try call.string(1), attempt: Int(try call.integer(2)))
+            }
+            return .values(0)
+        }
+        runtime.register("retry", in: -1, qualifier: "batch") { call in
+            call.runtime.options.trace?.record("retry", task: call.runtime.current?.id, [
+                .init("item", .string(try call.string(1))), .init("attempt", .int(try call.integer(2))),
+                .init("class", .string(try call.string(3))), .init("pause", .double(try call.number(4))),
+            ])
+            return .values(0)
+        }
+        runtime.register("item_error", in: -1, qualifier: "batch") { call in
+            call.runtime.options.trace?.error(
+                task: call.runtime.current?.id, message: try call.string(1),
+                errorClass: try call.string(2), traceback: try call.string(3))
+            return .values(0)
+        }
         runtime.register("signal", in: -1, qualifier: "batch") { call in
             let (signal, count) = Interruption.received
             call.lua.push(Int64(signal))
@@ -174,7 +195,12 @@ function baton.batch(items, fn, opts)
       -- batch's to count, not the run's.
       local traceback
       local task = baton.spawn(function()
-        return xpcall(fn, function(e) traceback = debug.traceback(nil, 2) return e end, item, ctx)
+        host.trace_item(key, entry.attempts)
+        return xpcall(fn, function(e)
+          traceback = debug.traceback(nil, 2)
+          host.item_error(tostring(e), type(e) == "table" and e.class or "script", traceback)
+          return e
+        end, item, ctx)
       end)
       running[task] = entry
       local timer = item_timeout and baton.after(item_timeout, function() task:cancel() end)
@@ -204,8 +230,9 @@ function baton.batch(items, fn, opts)
         entry.status = "failed"
         break
       end
-      local pause = math.min(backoff_max, backoff_min * 2 ^ (entry.attempts - 1))
-      baton.sleep(pause * (0.5 + random() / 2))
+      local pause = math.min(backoff_max, backoff_min * 2 ^ (entry.attempts - 1)) * (0.5 + random() / 2)
+      host.retry(key, entry.attempts, class, pause)
+      baton.sleep(pause)
       if stop then
         entry.status = "failed"
         break
@@ -230,12 +257,15 @@ function baton.batch(items, fn, opts)
   end
 
   -- Watches what can stop the batch from outside (a signal, the deadline) and draws progress.
-  local supervisor
+  local finished = false
   if opts.signals or timeout or opts.progress then
     local signalled_at
-    supervisor = baton.spawn(function()
-      while true do
+    -- It ends by itself within a tick of the batch's end (cancelling it would mark it so in
+    -- a trace); baton batch exits at once anyway.
+    baton.spawn(function()
+      while not finished do
         baton.sleep(0.1)
+        if finished then break end
         local signo, count = host.signal()
         if signo ~= 0 then
           if not signalled_at then
@@ -266,7 +296,7 @@ function baton.batch(items, fn, opts)
     end)
   end
   for _, worker in ipairs(workers) do worker:wait() end
-  if supervisor then supervisor:cancel() end
+  finished = true
   for index = next_index, total do
     local key = key_of(items[index], index, opts.key)
     if skip[key] then

@@ -22,6 +22,8 @@ public final class DeviceAccess: @unchecked Sendable {
         public var security: @Sendable () throws -> ConnectionSecurity = { .insecure }
         /// Who the client says it is in Hello (an agent gives its device's name).
         public var deviceName = ""
+        /// The W3C `traceparent` the client passes on in Hello; empty for none.
+        public var traceparent = ""
 
         /// The defaults: mDNS, no peers, 3 s to connect, plaintext.
         public init() {}
@@ -56,6 +58,7 @@ public final class DeviceAccess: @unchecked Sendable {
             var client = BatonClient.Options()
             client.connectTimeout = TimeAmount(options.connectTimeout)
             client.deviceName = options.deviceName
+            client.traceparent = options.traceparent
             do {
                 client.security = try options.security()
             } catch {

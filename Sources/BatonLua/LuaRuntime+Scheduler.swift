@@ -21,6 +21,7 @@ extension LuaRuntime {
         let task = LuaTask(id: nextTaskID, origin: origin, thread: thread, threadRef: ref)
         nextTaskID += 1
         tasks[task.id] = task
+        traceSpawn(task)
         return task
     }
 
@@ -131,6 +132,7 @@ extension LuaRuntime {
             storeOutcome(handle: handle, on: co, state: TaskHandle.done)
         }
         co.pop(n)
+        traceTaskEnd(task, status: "ok")
         retire(task, threadReusable: true)
     }
 
@@ -147,6 +149,7 @@ extension LuaRuntime {
             storeOutcome(handle: handle, on: co, state: TaskHandle.failed)
         }
         co.setTop(0)
+        traceTaskEnd(task, status: "error")
         retire(task)
         if case .main = task.origin {
             finish(failedOutcome)
@@ -204,6 +207,7 @@ extension LuaRuntime {
         // A dead coroutine cannot run a __tostring: a classed error's message is read as it is.
         let message = classedMessage(at: -1, on: task.thread) ?? task.thread.describe(at: -1)
         let failure = ScriptFailure(message: message, traceback: traceback, context: task.context)
+        options.trace?.error(task: task.id, message: message, errorClass: errorClass(at: -1, on: task.thread)?.rawValue, traceback: traceback)
         options.reportFailure(failure)
         return failure
     }
@@ -315,6 +319,7 @@ extension LuaRuntime {
             co.push(message)
             storeOutcome(handle: handle, on: co, state: TaskHandle.cancelled)
         }
+        traceTaskEnd(task, status: "cancelled")
         retire(task)
         let id = LuaTaskID(value: task.id)
         for module in modules { module.taskCancelled(id, in: self) }
@@ -400,16 +405,21 @@ extension LuaRuntime {
     ) throws -> HostResult {
         let s = try suspendCurrentTask(call)
         let deliver = NIOLoopBound(deliver, eventLoop: eventLoop)
+        let traced = NIOLoopBound(traceCallStart(call), eventLoop: eventLoop)
         future.hop(to: eventLoop).whenComplete { [self] result in
             switch result {
             case .success(let value):
-                resume(s) { lua in
+                resume(s) { [self] lua in
                     lua.push(true)
-                    return 1 + deliver.value(value, lua)
+                    let n = deliver.value(value, lua)
+                    if let traced = traced.value { traceCallEnd(traced, results: n, on: lua) }
+                    return 1 + n
                 }
             case .failure(HostError.classed(let errorClass, let message)):
+                if let traced = traced.value { traceCallEnd(traced, errorClass: errorClass, message: message) }
                 resume(s, raising: errorClass, message)
             case .failure(let error):
+                if let traced = traced.value { traceCallEnd(traced, errorClass: nil, message: String(describing: error)) }
                 resume(s, raising: String(describing: error))
             }
         }

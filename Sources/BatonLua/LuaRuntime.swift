@@ -1,6 +1,9 @@
 import BatonClient
 import BatonCore
 import CLuaShim
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import NIOCore
 
@@ -171,6 +174,12 @@ public final class LuaRuntime: @unchecked Sendable {
             return promise.futureResult
         }
         setArgTable(scriptName: name, arguments: arguments, commandLine: commandLine)
+        if let trace = options.trace {
+            var fields: [JSON.Member] = [.init("script", .string(name)), .init("pid", .int(Int64(getpid())))]
+            if let parent = trace.context.parentSpanID { fields.append(.init("parent_span", .string(parent))) }
+            fields.append(.init("span", .string(trace.context.spanID)))
+            trace.record("run.start", fields)
+        }
         // The cap is the script's: Baton's own setup is not counted against it.
         if let max = options.maxMemory { limits.pointee.limit = max }
 
@@ -281,6 +290,11 @@ public final class LuaRuntime: @unchecked Sendable {
         deadline?.cancel()
         ready.removeAll()
         for module in modules { module.runFinished(self) }
+        if let trace = options.trace {
+            // Tasks still there when the run ends (baton.exit, a timeout) stop with it.
+            for id in tasks.keys.sorted() { trace.taskEnded(id, status: "stopped") }
+            trace.finish(exitCode: outcome.exitCode, outcome: outcome.name)
+        }
         promise.succeed(outcome)
         // Close once the current call stack has unwound.
         eventLoop.execute {

@@ -28,6 +28,18 @@ public enum RunOutcome: Sendable, Equatable {
         case .exited(let code): code
         }
     }
+
+    /// How traces and reports name the outcome: completed, failed, invalid_script,
+    /// timed_out, exited.
+    public var name: String {
+        switch self {
+        case .completed: "completed"
+        case .failed, .failedWith: "failed"
+        case .invalidScript: "invalid_script"
+        case .timedOut: "timed_out"
+        case .exited: "exited"
+        }
+    }
 }
 
 /// An uncaught error in a script, as the user should see it.

@@ -11,14 +11,19 @@ public struct RuntimeOptions: Sendable {
     public var logger: Logger
     /// Called on the event loop for every uncaught error.
     public var reportFailure: @Sendable (ScriptFailure) -> Void
+    /// Where the run records what it saw and did; nil for no trace. The runtime writes
+    /// run.start, tasks, calls, errors and run.end; modules add events, logs and retries.
+    public var trace: RunTrace?
     /// Options for one run: no limits unless given, logs to `baton.script`, failures dropped
     /// unless `reportFailure` is given.
     public init(
         timeout: Duration? = nil,
         maxMemory: Int? = nil,
         logger: Logger = Logger(label: "baton.script"),
-        reportFailure: @escaping @Sendable (ScriptFailure) -> Void = { _ in }
+        reportFailure: @escaping @Sendable (ScriptFailure) -> Void = { _ in },
+        trace: RunTrace? = nil
     ) {
+        self.trace = trace
         self.timeout = timeout
         self.maxMemory = maxMemory
         self.logger = logger

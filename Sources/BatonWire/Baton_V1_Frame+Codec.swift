@@ -73,6 +73,7 @@ extension Baton_V1_Hello: WireMessage {
         w.string(3, deviceName)
         w.uint32(4, maxFrameSize)
         w.string(5, revocationList)
+        w.string(6, traceparent)
     }
 
     mutating func merge(from r: inout ProtoReader) throws(ProtoReader.Malformed) {
@@ -83,6 +84,7 @@ extension Baton_V1_Hello: WireMessage {
             case (3, delimited): deviceName = try r.string(f)
             case (4, varint): maxFrameSize = try r.uint32(f)
             case (5, delimited): revocationList = try r.string(f)
+            case (6, delimited): traceparent = try r.string(f)
             default: try r.skip(f.wireType)
             }
         }

@@ -19,7 +19,7 @@ extension Frame {
         case .hello(let m):
             self = .hello(Hello(
                 protocolVersion: m.protocolVersion, deviceID: m.deviceID, deviceName: m.deviceName,
-                maxFrameSize: m.maxFrameSize, revocationList: m.revocationList))
+                maxFrameSize: m.maxFrameSize, revocationList: m.revocationList, traceparent: m.traceparent))
         case .helloAck(let m):
             self = .helloAck(HelloAck(
                 protocolVersion: m.protocolVersion, device: m.hasDevice ? DeviceInfo(wire: m.device) : nil,
@@ -83,6 +83,7 @@ extension Frame {
                 $0.deviceName = hello.deviceName
                 $0.maxFrameSize = hello.maxFrameSize
                 $0.revocationList = hello.revocationList
+                $0.traceparent = hello.traceparent
             }
         case .helloAck(let ack):
             frame.helloAck = .with {

@@ -69,13 +69,19 @@ public struct Hello: Sendable, Equatable {
     public var maxFrameSize: UInt32
     /// The client's account's signed revocation list; empty if none.
     public var revocationList: String
+    /// The caller's W3C `traceparent`; empty if none.
+    public var traceparent: String
 
-    public init(protocolVersion: UInt32 = 1, deviceID: String = "", deviceName: String = "", maxFrameSize: UInt32 = 0, revocationList: String = "") {
+    public init(
+        protocolVersion: UInt32 = 1, deviceID: String = "", deviceName: String = "", maxFrameSize: UInt32 = 0,
+        revocationList: String = "", traceparent: String = ""
+    ) {
         self.protocolVersion = protocolVersion
         self.deviceID = deviceID
         self.deviceName = deviceName
         self.maxFrameSize = maxFrameSize
         self.revocationList = revocationList
+        self.traceparent = traceparent
     }
 }
 

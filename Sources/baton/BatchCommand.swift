@@ -119,6 +119,8 @@ struct BatchCommand: ParsableCommand {
 
     @OptionGroup var discovery: DiscoveryOptions
 
+    @OptionGroup var tracing: TraceOptions
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -179,7 +181,9 @@ struct BatchCommand: ParsableCommand {
                 Baton.exitProcess(2)
             }
         }
+        let runID = UUID().uuidString.lowercased()
         let context = JSON.object([
+            .init("run_id", .string(runID)),
             .init("script", .string(script)), .init("input", .string(input)),
             .init("script_sha256", .string(Self.sha256(script))), .init("input_sha256", .string(Self.sha256(input))),
             .init("report", .string(report ?? "")), .init("journal", .string(journal.map { $0 + "/journal.jsonl" } ?? "")),
@@ -188,9 +192,13 @@ struct BatchCommand: ParsableCommand {
             .init("host", .string(ProcessInfo.processInfo.hostName)), .init("version", .string(Baton.configuration.version)),
             .init("progress", .string(progressStyle)),
         ])
-        let runOptions = RuntimeOptions(logger: Logger(label: "baton.batch"), reportFailure: { FailureReport.write($0, format: format) })
+        let traceContext = TraceOptions.context()
+        let trace = tracing.open(runID: runID, context: traceContext, format: format)
+        let runOptions = RuntimeOptions(
+            logger: Logger(label: "baton.batch"), reportFailure: { FailureReport.write($0, format: format) }, trace: trace?.0)
         var network = DeviceAccess.Options()
         network.discovery = discovery.directoryOptions
+        network.traceparent = traceContext.traceparent
         network.security = { [insecure] in try ConnectionSecurity.forCommandLine(insecure: insecure) }
         // SIGINT and SIGTERM stop the batch gracefully: the driver writes the journal and report.
         Interruption.catchSignals()
@@ -209,6 +217,7 @@ struct BatchCommand: ParsableCommand {
         default:
             break
         }
+        if let (_, path) = trace { tracing.settle(path: path, exitCode: outcome.exitCode) }
         Baton.exitProcess(outcome.exitCode)
     }
 
@@ -385,6 +394,7 @@ report.script, report.input = script, input
 report.script_sha256, report.input_sha256 = script_sha, input_sha
 report.command_line, report.host, report.version = context.command_line, context.host, context.version
 report.policy = policy
+report.run_id = context.run_id
 if report_path ~= "" then
   local out = io.open(report_path, "w") or refuse("cannot write " .. report_path)
   out:write(baton.json.encode(report, { pretty = true }), "\n")

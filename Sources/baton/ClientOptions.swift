@@ -48,6 +48,8 @@ struct ClientOptions: ParsableArguments {
         options.connectTimeout = timeout
         options.security = AccountCommand.attempt(logging) { try ConnectionSecurity.forCommandLine(insecure: insecure) }
         if authorizationKind == .anonymous { options.unlistedAgents = .anyAccount }
+        // The agents log under the caller's trace (a TRACEPARENT in the environment).
+        options.traceparent = TraceOptions.context().traceparent
         return BatonClient(eventLoop: group.next(), options: options)
     }
 }

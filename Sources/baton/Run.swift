@@ -24,9 +24,16 @@ struct Run: ParsableCommand {
             --lock NAME runs the script only if no other run holds that lock (see baton \
             lock): one run of a job at a time, from cron or by hand.
 
+            --trace FILE writes what the run saw and did as JSON lines (calls with their \
+            device, status and duration, tasks, events, logs, errors with tracebacks); \
+            `baton trace show FILE` prints it as a tree. --trace-dir DIR keeps the last runs' \
+            traces and, apart from them, the last failed ones. A TRACEPARENT in the \
+            environment (W3C trace context) makes the run part of that trace.
+
             Examples:
               baton run examples/hello.lua world
               baton run --lock nightly --on-conflict skip --jitter 30s job.lua
+              baton run --trace-dir ~/.local/state/baton/traces nightly.lua
               baton run --timeout 30s --max-memory 64M job.lua jobs.json
               baton run -e 'baton.log.info("hi", baton.date())'
               echo 'print(1 + 1)' | baton run -
@@ -73,6 +80,8 @@ struct Run: ParsableCommand {
 
     @Option(help: ArgumentHelp("Sleep a random time up to this first, so that a fleet of cron lines does not start at one instant: 30s, 5m.", valueName: "duration"))
     var jitter: String?
+
+    @OptionGroup var tracing: TraceOptions
 
     @OptionGroup var logging: LoggingOptions
 
@@ -158,15 +167,19 @@ struct Run: ParsableCommand {
             // the command line.
             commandLine = Array(CommandLine.arguments.dropLast(args.count + 1))
         }
+        let traceContext = TraceOptions.context()
+        let trace = tracing.open(runID: runID, context: traceContext, format: format)
         let options = RuntimeOptions(
             timeout: timeout.flatMap(DurationText.parse),
             maxMemory: maxMemory.flatMap(ByteSizeText.parse),
             logger: Logger(label: "baton.script"),
-            reportFailure: { FailureReport.write($0, format: format) }
+            reportFailure: { FailureReport.write($0, format: format) },
+            trace: trace?.0
         )
         var network = DeviceAccess.Options()
         network.discovery = discovery.directoryOptions
         network.connectTimeout = DurationText.parse(connectTimeout)!
+        network.traceparent = traceContext.traceparent
         // Loaded on the script's first network call: scripts that never connect start faster.
         network.security = { [insecure] in try ConnectionSecurity.forCommandLine(insecure: insecure) }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -182,6 +195,7 @@ struct Run: ParsableCommand {
         case .completed, .failed, .failedWith, .exited:
             break
         }
+        if let (_, path) = trace { tracing.settle(path: path, exitCode: outcome.exitCode) }
         Baton.exitProcess(outcome.exitCode)
     }
 }

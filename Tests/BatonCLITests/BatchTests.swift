@@ -36,7 +36,7 @@ struct BatchTests {
         #expect(report["status"] as? String == "failed")
         #expect(report["exit_code"] as? Int == 4)
         let counts = try #require(report["counts"] as? [String: Int])
-        #expect(counts == ["total": 100, "succeeded": 92, "changed": 47, "failed": 8, "retried": 11, "skipped": 0, "in_doubt": 0])
+        #expect(counts == ["total": 100, "succeeded": 92, "changed": 47, "failed": 8, "retried": 11, "skipped": 0, "in_doubt": 0, "not_run": 0])
         #expect(report["failures_by_class"] as? [String: Int] == ["script": 4, "not_found": 3, "timeout": 1])
         let items = try #require(report["items"] as? [[String: Any]])
         #expect(items.count == 100)

@@ -634,6 +634,13 @@ public nonisolated struct Baton_V1_Hello: Sendable {
   /// none. An agent of the same account adopts it when it is newer than its own.
   public var revocationList: String = String()
 
+  /// The caller's W3C trace context, as the value of a `traceparent` header
+  /// (https://www.w3.org/TR/trace-context/, version 00: "00-<32 hex trace id>-<16 hex span
+  /// id>-<2 hex flags>"), or empty. The agent puts its trace id on its log lines about this
+  /// connection's requests, so that they can be found by the caller's trace; it ignores a value
+  /// that is not a valid traceparent.
+  public var traceparent: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1591,7 +1598,7 @@ nonisolated extension Baton_V1_Frame: SwiftProtobuf.Message, SwiftProtobuf._Mess
 
 nonisolated extension Baton_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Hello"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}device_id\0\u{3}device_name\0\u{3}max_frame_size\0\u{3}revocation_list\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{3}device_id\0\u{3}device_name\0\u{3}max_frame_size\0\u{3}revocation_list\0\u{1}traceparent\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1604,6 +1611,7 @@ nonisolated extension Baton_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._Mess
       case 3: try { try decoder.decodeSingularStringField(value: &self.deviceName) }()
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self.maxFrameSize) }()
       case 5: try { try decoder.decodeSingularStringField(value: &self.revocationList) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.traceparent) }()
       default: break
       }
     }
@@ -1625,6 +1633,9 @@ nonisolated extension Baton_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if !self.revocationList.isEmpty {
       try visitor.visitSingularStringField(value: self.revocationList, fieldNumber: 5)
     }
+    if !self.traceparent.isEmpty {
+      try visitor.visitSingularStringField(value: self.traceparent, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1634,6 +1645,7 @@ nonisolated extension Baton_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._Mess
     if lhs.deviceName != rhs.deviceName {return false}
     if lhs.maxFrameSize != rhs.maxFrameSize {return false}
     if lhs.revocationList != rhs.revocationList {return false}
+    if lhs.traceparent != rhs.traceparent {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,0 +1,235 @@
+import ArgumentParser
+import BatonCore
+import Foundation
+
+/// `baton trace`: reading the traces `baton run --trace` and `baton batch --trace` write.
+struct TraceCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "trace",
+        abstract: "Read the traces runs write.",
+        discussion: """
+            `baton run --trace FILE` and `baton batch --trace FILE` write one JSON object a \
+            line (see the README, "Traces"); jq reads them as they are, and `baton trace show` \
+            prints them as a tree.
+            """,
+        subcommands: [Show.self]
+    )
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "show",
+            abstract: "Print a trace as a tree of tasks and calls, with durations and failures marked.",
+            discussion: """
+                Each task is a branch under the task that spawned it, with its batch item and \
+                attempt; under it, in order, its calls (name, device, status, duration), the \
+                tasks it spawned, its retries, logs and errors (with the frames of their \
+                tracebacks). A call that failed, a task that failed or was cancelled, and an \
+                error are marked ✗; a call that never ended (the run was killed, or the task \
+                cancelled) is marked unfinished.
+
+                Examples:
+                  baton trace show run.jsonl
+                  baton trace show --failures batch.jsonl
+
+                Exit codes: 0 shown; 1 the trace shows a failed run; 2 usage, or a file that \
+                is not a trace.
+                """
+        )
+
+        @Argument(help: ArgumentHelp("A trace file.", valueName: "file"))
+        var file: String
+
+        @Flag(help: "Show only the branches that hold a failure.")
+        var failures = false
+
+        func run() throws {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                StandardError.write("cannot read \(file)\n")
+                Baton.exitProcess(2)
+            }
+            var records: [[String: JSON]] = []
+            for (number, line) in text.split(separator: "\n").enumerated() {
+                guard case .object(let members)? = try? JSON.parse(String(line)) else {
+                    StandardError.write("\(file):\(number + 1): not a JSON object; is this a trace?\n")
+                    Baton.exitProcess(2)
+                }
+                records.append(Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a }))
+            }
+            let tree = TraceTree(records)
+            print(tree.render(failuresOnly: failures), terminator: "")
+            Baton.exitProcess(tree.failed ? 1 : 0)
+        }
+    }
+}
+
+/// A trace's records arranged by task, for `baton trace show`.
+struct TraceTree {
+    private var records: [[String: JSON]]
+    /// Each task's records in order (calls by their end, joined to their start), by task id.
+    private var byTask: [Int64: [[String: JSON]]] = [:]
+    private var children: [Int64: [Int64]] = [:]
+    private var spawn: [Int64: [String: JSON]] = [:]
+    private var taskEnd: [Int64: String] = [:]
+    private var taskItem: [Int64: (String, Int64?)] = [:]
+    private var callEnds: [Int64: [String: JSON]] = [:]
+    private(set) var failed = false
+
+    init(_ records: [[String: JSON]]) {
+        self.records = records
+        for r in records {
+            let kind = r.string("kind")
+            switch kind {
+            case "task.spawn":
+                if let task = r.int("task") {
+                    spawn[task] = r
+                    if let parent = r.int("parent") { children[parent, default: []].append(task) }
+                }
+            case "task.end":
+                if let task = r.int("task") { taskEnd[task] = r.string("status") }
+            case "call.end":
+                if let start = r.int("start") { callEnds[start] = r }
+            case "run.end":
+                failed = (r.int("exit_code") ?? 0) != 0
+            default:
+                break
+            }
+            if let task = r.int("task"), let item = r.string("item"), kind != "retry" { taskItem[task] = (item, r.int("attempt")) }
+            if let task = r.int("task"), kind != "task.spawn", kind != "task.end", kind != "call.end" {
+                byTask[task, default: []].append(r)
+            }
+        }
+    }
+
+    func render(failuresOnly: Bool) -> String {
+        var out = ""
+        let start = records.first { $0.string("kind") == "run.start" }
+        let end = records.last { $0.string("kind") == "run.end" }
+        var head = "run \(start?.string("run") ?? records.first?.string("run") ?? "?")"
+        if let trace = start?.string("trace_id") { head += "  trace \(trace)" }
+        if let script = start?.string("script") { head += "  \(script)" }
+        if let end {
+            head += "  exit \(end.int("exit_code") ?? 0) (\(end.string("outcome") ?? "?"))  \(Self.duration(end.double("mono")))"
+            if failed { head += "  ✗" }
+        } else {
+            head += "  unfinished (no run.end: the run was killed, or is still going)  ✗"
+        }
+        out += head + "\n"
+        // Events and records of no task (watcher events, run-level logs).
+        for r in records where r.int("task") == nil && r.string("kind") == "event" {
+            out += "  event \(r.string("event") ?? "?") \(r.string("device") ?? "")\n"
+        }
+        let roots = spawn.keys.filter { spawn[$0]?.int("parent") == nil }.sorted()
+        for root in roots where !failuresOnly || hasFailure(root) {
+            renderTask(root, indent: "  ", into: &out, failuresOnly: failuresOnly)
+        }
+        return out
+    }
+
+    private func taskFailed(_ task: Int64) -> Bool {
+        let status = taskEnd[task]
+        return status == "error" || status == "cancelled"
+    }
+
+    private func hasFailure(_ task: Int64) -> Bool {
+        if taskFailed(task) { return true }
+        for r in byTask[task] ?? [] {
+            if r.string("kind") == "error" { return true }
+            if r.string("kind") == "call.start", let seq = r.int("seq"), callFailed(callEnds[seq]) { return true }
+        }
+        return (children[task] ?? []).contains(where: hasFailure)
+    }
+
+    private func callFailed(_ end: [String: JSON]?) -> Bool {
+        guard let end else { return true }
+        return !["success", "nil", "completed"].contains(end.string("status") ?? "")
+    }
+
+    private func renderTask(_ task: Int64, indent: String, into out: inout String, failuresOnly: Bool) {
+        let s = spawn[task] ?? [:]
+        var line = "\(indent)task \(task)"
+        if let name = s.string("name"), name != "task \(task)" { line += " \(name)" }
+        if let at = s.string("at") { line += " (at \(at))" }
+        if let (item, attempt) = taskItem[task] { line += "  item \(item)" + (attempt.map { " attempt \($0)" } ?? "") }
+        let spawned = s.double("mono")
+        let ended = records.last { $0.string("kind") == "task.end" && $0.int("task") == task }
+        if let spawned, let endMono = ended?.double("mono") { line += "  \(Self.duration(endMono - spawned))" }
+        switch taskEnd[task] {
+        case "error": line += "  ✗ failed"
+        case "cancelled": line += "  ✗ cancelled"
+        case nil: line += "  unfinished"
+        default: break
+        }
+        out += line + "\n"
+        let inner = indent + "  "
+        // This task's own records and its children, in the order they happened.
+        var entries: [(Int64, String?, Int64?)] = (byTask[task] ?? []).map { ($0.int("seq") ?? 0, nil, $0.int("seq")) }
+        entries += (children[task] ?? []).map { (spawn[$0]?.int("seq") ?? 0, "child", $0) }
+        for (_, what, id) in entries.sorted(by: { $0.0 < $1.0 }) {
+            guard let id else { continue }
+            if what == "child" {
+                if !failuresOnly || hasFailure(id) { renderTask(id, indent: inner, into: &out, failuresOnly: failuresOnly) }
+                continue
+            }
+            guard let r = (byTask[task] ?? []).first(where: { $0.int("seq") == id }) else { continue }
+            switch r.string("kind") {
+            case "call.start":
+                let end = callEnds[id]
+                if failuresOnly && !callFailed(end) { continue }
+                var text = "\(inner)\(r.string("call") ?? "call")"
+                if let device = r.string("device") { text += " \(device)" }
+                if let service = r.string("service") { text += " \(service)" }
+                if let end {
+                    text += "  \(end.string("status") ?? "?")  \(Self.duration(end.double("duration")))"
+                    if callFailed(end) { text += "  ✗" }
+                    if let error = end.string("error") { text += "  \(error)" }
+                } else {
+                    text += "  unfinished  ✗"
+                }
+                out += text + "\n"
+            case "error":
+                out += "\(inner)✗ error\(r.string("class").map { " (\($0))" } ?? ""): \(r.string("message") ?? "")\n"
+                if case .array(let frames)? = r["traceback"] {
+                    for case .object(let members) in frames {
+                        let f = Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
+                        let place = "\(f.string("file") ?? "?"):\(f.int("line") ?? 0)"
+                        let function = f.string("function").map { $0.contains(":") ? "" : " in \($0)" } ?? ""
+                        out += "\(inner)    at \(place)\(function)\n"
+                    }
+                }
+            case "retry" where !failuresOnly:
+                out += "\(inner)retry \(r.string("item") ?? "") after attempt \(r.int("attempt") ?? 0) (\(r.string("class") ?? "?")), pause \(Self.duration(r.double("pause")))\n"
+            case "log" where !failuresOnly:
+                out += "\(inner)log \(r.string("level") ?? ""): \(r.string("message") ?? "")\n"
+            case "event" where !failuresOnly:
+                out += "\(inner)event \(r.string("event") ?? "?") \(r.string("device") ?? "")\n"
+            default:
+                break
+            }
+        }
+    }
+
+    static func duration(_ seconds: Double?) -> String {
+        guard let seconds else { return "?" }
+        if seconds < 0.001 { return String(format: "%.0f µs", seconds * 1e6) }
+        if seconds < 1 { return String(format: "%.1f ms", seconds * 1e3) }
+        return String(format: "%.3f s", seconds)
+    }
+}
+
+extension Dictionary where Key == String, Value == JSON {
+    fileprivate func string(_ key: String) -> String? {
+        if case .string(let s)? = self[key] { return s }
+        return nil
+    }
+    fileprivate func int(_ key: String) -> Int64? {
+        if case .int(let i)? = self[key] { return i }
+        return nil
+    }
+    fileprivate func double(_ key: String) -> Double? {
+        switch self[key] {
+        case .double(let d)?: return d
+        case .int(let i)?: return Double(i)
+        default: return nil
+        }
+    }
+}
