@@ -3,8 +3,8 @@ import CLuaShim
 import Foundation
 
 /// What one run saw and did, as JSON lines in a file (README, "Traces"): every record has the
-/// schema version `v`, `seq`, the wall `time`, `mono` (seconds since the run began, from the
-/// monotonic clock), the `run` id and `trace_id`, its `kind`, and where it happened: `task`,
+/// schema version `v`, `seq`, the wall `time` (Unix seconds), `mono` (seconds since the run
+/// began, from the monotonic clock), the `run` id and `trace_id`, its `kind`, and where it happened: `task`,
 /// `parent` (the task that spawned it), and the batch `item` and `attempt` it works for.
 /// Message bodies appear only when ``bodies`` is set; nothing else a caller sends does.
 /// Confined to the run's event loop; written through a stdio buffer, flushed at the end.
@@ -21,7 +21,8 @@ public final class RunTrace: @unchecked Sendable {
     private var sequence = 0
     private let start = baton_monotonic_ns()
 
-    /// What the trace knows of each live task: who spawned it, and the item it works for.
+    /// What the trace knows of each live task: who spawned it, and the item it works for
+    /// (its key as a JSON string, escaped once).
     struct TaskLabel {
         var parent: Int?
         var item: String?
@@ -40,30 +41,35 @@ public final class RunTrace: @unchecked Sendable {
         self.bodies = bodies
     }
 
-    /// Writes one record of `kind` with `fields`, as task `task` did it.
+    /// Writes one record of `kind` with `fields`, as task `task` did it. The fields every
+    /// record has are written by hand: this runs several times for every call a batch makes.
     public func record(_ kind: String, task: Int? = nil, _ fields: [JSON.Member] = []) {
         guard let file else { return }
         sequence += 1
-        var members: [JSON.Member] = [
-            .init("v", .int(Int64(Self.schemaVersion))), .init("seq", .int(Int64(sequence))),
-            .init("time", .string(ISO8601.format(Date(), alwaysMilliseconds: true))),
-            .init("mono", .double(Double(baton_monotonic_ns() - start) / 1e9)),
-            .init("run", .string(runID)), .init("trace_id", .string(context.traceID)),
-            .init("kind", .string(kind)),
-        ]
+        var line = prefix
+        line += #","seq":\#(sequence),"time":\#(Date().timeIntervalSince1970),"#
+        line += #""mono":\#(Double(baton_monotonic_ns() - start) / 1e9),"kind":"\#(kind)""#
         if let task {
-            members.append(.init("task", .int(Int64(task))))
+            line += #","task":\#(task)"#
             if let label = labels[task] {
-                if let parent = label.parent { members.append(.init("parent", .int(Int64(parent)))) }
-                if let item = label.item { members.append(.init("item", .string(item))) }
-                if let attempt = label.attempt { members.append(.init("attempt", .int(Int64(attempt)))) }
+                if let parent = label.parent { line += #","parent":\#(parent)"# }
+                if let item = label.item { line += #","item":\#(item)"# }
+                if let attempt = label.attempt { line += #","attempt":\#(attempt)"# }
             }
         }
-        members += fields
-        var line = JSON.object(members).serialized()
-        line.append("\n")
+        if fields.isEmpty {
+            line += "}\n"
+        } else {
+            // The fields as an object, its opening brace replaced by a comma.
+            line += ","
+            line += JSON.object(fields).serialized().dropFirst()
+            line += "\n"
+        }
         line.withUTF8 { _ = fwrite($0.baseAddress, 1, $0.count, file) }
     }
+
+    /// `{"v":1,"run":...,"trace_id":...`: what every record starts with.
+    private lazy var prefix = #"{"v":\#(Self.schemaVersion),"run":\#(JSON.string(runID).serialized()),"trace_id":"\#(context.traceID)""#
 
     /// The sequence number of the last record, to pair a call's end with its start.
     public var lastSequence: Int { sequence }
@@ -85,7 +91,7 @@ public final class RunTrace: @unchecked Sendable {
     /// From now on `task` (and the tasks it spawns) works for batch item `item`, attempt
     /// `attempt`.
     public func label(task: Int, item: String, attempt: Int) {
-        labels[task, default: TaskLabel()].item = item
+        labels[task, default: TaskLabel()].item = JSON.string(item).serialized()
         labels[task, default: TaskLabel()].attempt = attempt
     }
 
