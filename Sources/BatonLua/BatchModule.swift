@@ -124,6 +124,15 @@ function baton.batch(items, fn, opts)
   local item_timeout, timeout, grace = opts.item_timeout, opts.timeout, opts.grace or 10
   local id = opts.id or tostring(baton.uuid())
   local total = #items
+  -- Keys name items in the journal and to --resume: two items with one key would be one.
+  local keys, seen = {}, {}
+  for index = 1, total do
+    local key = key_of(items[index], index, opts.key)
+    if seen[key] then
+      fail(("items %d and %d have the same key %q: keys must be unique (the journal and a resume go by them)"):format(seen[key], index, key))
+    end
+    seen[key], keys[index] = index, key
+  end
   local allowed = share(opts.tolerate or 0, total, "tolerate")
   local halt = halting(opts.halt, total)
   local counts = { total = total, succeeded = 0, changed = 0, failed = 0, retried = 0, skipped = 0, in_doubt = 0, not_run = 0 }
@@ -153,94 +162,102 @@ function baton.batch(items, fn, opts)
     if cancel then cancel_running() end
   end
 
-  local function run(index)
-    local item = items[index]
-    local key = key_of(item, index, opts.key)
+  -- Where each entry's item is and when it began, apart from what the report shows.
+  local index_of, began = {}, {}
+
+  -- An item's entry, ready for its first attempt; nil when the item is settled without one
+  -- (ended in an earlier run, or in doubt and settled by the policy).
+  local function begin(index)
+    local item, key = items[index], keys[index]
     local entry = { key = key, attempts = 0, started = baton.date() }
-    local started = baton.now()
+    report.items[index] = entry
     if skip[key] then
       counts.skipped = counts.skipped + 1
       entry.status, entry.duration = "skipped", 0
-      return entry
+      return nil
     end
     if doubt[key] then
       -- Started by an earlier run that never said how it ended.
       entry.was_in_doubt = true
-      local settled = in_doubt_policy == "skip"
       if in_doubt_policy == "check" then
         -- verify(item, ctx) says whether the item's work is done already.
+        local t = baton.now()
         local ok, done = pcall(opts.verify, item, { key = key, batch = id, idempotency_key = id .. "/" .. key, log = baton.log })
         if ok and done then
           counts.succeeded = counts.succeeded + 1
-          entry.status, entry.verified, entry.duration = "ok", true, baton.now() - started
+          entry.status, entry.verified, entry.duration = "ok", true, baton.now() - t
           record({ kind = "end", key = key, status = "ok", attempts = 0, verified = true, time = baton.date() })
-          return entry
+          return nil
         end
-      end
-      if settled then
+      elseif in_doubt_policy == "skip" then
         counts.in_doubt = counts.in_doubt + 1
         entry.status, entry.duration = "in_doubt", 0
-        return entry
+        return nil
       end
     end
-    while true do
-      entry.attempts = entry.attempts + 1
-      record({ kind = "start", key = key, attempt = entry.attempts, time = baton.date() })
-      local changed = false
-      local ctx = {
-        key = key, attempt = entry.attempts, batch = id, idempotency_key = id .. "/" .. key, log = baton.log,
-        changed = function() changed = true end,
-      }
-      -- The item's own errors are caught in its task (with their traceback), so they are the
-      -- batch's to count, not the run's.
-      local traceback
-      local task = baton.spawn(function()
-        host.trace_item(key, entry.attempts)
-        return xpcall(fn, function(e)
-          traceback = debug.traceback(nil, 2)
-          host.item_error(tostring(e), type(e) == "table" and e.class or "script", traceback)
-          return e
-        end, item, ctx)
-      end)
-      running[task] = entry
-      local timer = item_timeout and baton.after(item_timeout, function() task:cancel() end)
-      local finished, ok, err = pcall(task.wait, task)
-      running[task] = nil
-      if timer then timer:stop() end
-      if type(ctx.device) == "string" then entry.device = ctx.device
-      elseif type(item) == "table" and type(item.device) == "string" then entry.device = item.device end
-      if finished and ok then
-        entry.status = changed and "changed" or "ok"
-        entry.changed = changed
-        entry.error = nil
-        break
-      end
-      if entry.stopped then
-        -- Cancelled by the batch's stop: what it did is not known.
-        entry.status, entry.error = "cancelled", nil
-        break
-      end
-      local class = type(err) == "table" and err.class or "script"
-      local message = tostring(err)
-      if not finished then
-        class, message, traceback = "timeout", ("the item did not finish within %g s"):format(item_timeout), nil
-      end
-      entry.error = { class = class, message = message, retryable = retry_on[class] == true, traceback = traceback }
-      if entry.attempts > retries or not retry_on[class] or stop then
-        entry.status = "failed"
-        break
-      end
-      local pause = math.min(backoff_max, backoff_min * 2 ^ (entry.attempts - 1)) * (0.5 + random() / 2)
-      host.retry(key, entry.attempts, class, pause)
-      baton.sleep(pause)
-      if stop then
-        entry.status = "failed"
-        break
-      end
-      counts.retried = counts.retried + 1
+    index_of[entry], began[entry] = index, baton.now()
+    return entry
+  end
+
+  -- One attempt at an item. Returns the pause before the next attempt, or nil once the item
+  -- has its status.
+  local function attempt(entry)
+    local item, key = items[index_of[entry]], entry.key
+    entry.attempts = entry.attempts + 1
+    record({ kind = "start", key = key, attempt = entry.attempts, time = baton.date() })
+    local changed = false
+    local ctx = {
+      key = key, attempt = entry.attempts, batch = id, idempotency_key = id .. "/" .. key, log = baton.log,
+      changed = function() changed = true end,
+    }
+    -- The item's own errors are caught in its task (with their traceback), so they are the
+    -- batch's to count, not the run's.
+    local traceback
+    local task = baton.spawn(function()
+      host.trace_item(key, entry.attempts)
+      return xpcall(fn, function(e)
+        traceback = debug.traceback(nil, 2)
+        host.item_error(tostring(e), type(e) == "table" and e.class or "script", traceback)
+        return e
+      end, item, ctx)
+    end)
+    running[task] = entry
+    local timer = item_timeout and baton.after(item_timeout, function() task:cancel() end)
+    local finished, ok, err = pcall(task.wait, task)
+    running[task] = nil
+    if timer then timer:stop() end
+    if type(ctx.device) == "string" then entry.device = ctx.device
+    elseif type(item) == "table" and type(item.device) == "string" then entry.device = item.device end
+    if finished and ok then
+      entry.status, entry.changed, entry.error = changed and "changed" or "ok", changed, nil
+      return nil
     end
-    entry.duration = baton.now() - started
-    record({ kind = "end", key = key, status = entry.status, attempts = entry.attempts, time = baton.date(),
+    if entry.stopped then
+      -- Cancelled by the batch's stop: what it did is not known.
+      entry.status, entry.error = "cancelled", nil
+      return nil
+    end
+    local class = type(err) == "table" and err.class or "script"
+    local message = tostring(err)
+    if not finished then
+      class, message, traceback = "timeout", ("the item did not finish within %g s"):format(item_timeout), nil
+    end
+    entry.error = { class = class, message = message, retryable = retry_on[class] == true, traceback = traceback }
+    if entry.attempts > retries or not retry_on[class] or stop then
+      entry.status = "failed"
+      return nil
+    end
+    -- Kept, so that an item that succeeds later still says why it needed more attempts.
+    entry.retried_after = entry.retried_after or {}
+    entry.retried_after[#entry.retried_after + 1] = { class = class, message = message }
+    local pause = math.min(backoff_max, backoff_min * 2 ^ (entry.attempts - 1)) * (0.5 + random() / 2)
+    host.retry(key, entry.attempts, class, pause)
+    return pause
+  end
+
+  local function finish(entry)
+    entry.duration = baton.now() - began[entry]
+    record({ kind = "end", key = entry.key, status = entry.status, attempts = entry.attempts, time = baton.date(),
              error = entry.error and { class = entry.error.class, message = entry.error.message } or nil })
     if entry.status == "failed" then
       counts.failed = counts.failed + 1
@@ -253,7 +270,6 @@ function baton.batch(items, fn, opts)
       counts.succeeded = counts.succeeded + 1
       if entry.changed then counts.changed = counts.changed + 1 end
     end
-    return entry
   end
 
   -- Watches what can stop the batch from outside (a signal, the deadline) and draws progress.
@@ -284,21 +300,62 @@ function baton.batch(items, fn, opts)
     end)
   end
 
-  local next_index = 1
-  local workers = {}
-  for w = 1, math.min(jobs, total) do
-    workers[w] = baton.spawn(function()
-      while next_index <= total and not stop do
-        local index = next_index
-        next_index = next_index + 1
-        report.items[index] = run(index)
-      end
-    end)
+  -- Up to `jobs` workers take items: a retry whose pause is over first, else the next item.
+  -- A pause holds no worker: it waits in a task of its own, then queues its item again.
+  local next_index, ready, active, pending = 1, {}, 0, {}
+  local function next_entry()
+    if #ready > 0 then return table.remove(ready, 1) end
+    while next_index <= total do
+      local index = next_index
+      next_index = index + 1
+      local entry = begin(index)
+      if entry then return entry end
+    end
   end
-  for _, worker in ipairs(workers) do worker:wait() end
+  local spawn_worker
+  local function work()
+    while not stop do
+      local entry = next_entry()
+      if not entry then break end
+      local pause = attempt(entry)
+      if pause then
+        pending[#pending + 1] = baton.spawn(function()
+          -- In steps, so that a stop does not wait out a long pause.
+          local resume_at = baton.now() + pause
+          while not stop and baton.now() < resume_at do baton.sleep(math.min(0.1, resume_at - baton.now())) end
+          if stop then
+            entry.status = "failed"
+            return finish(entry)
+          end
+          counts.retried = counts.retried + 1
+          ready[#ready + 1] = entry
+          if active < jobs then spawn_worker() end
+        end)
+      else
+        finish(entry)
+      end
+    end
+    active = active - 1
+  end
+  spawn_worker = function()
+    active = active + 1
+    pending[#pending + 1] = baton.spawn(work)
+  end
+  for _ = 1, math.min(jobs, total) do spawn_worker() end
+  -- Everything that can make more work is a task in `pending`, so this waits for them all.
+  local waited = 1
+  while waited <= #pending do
+    pending[waited]:wait()
+    waited = waited + 1
+  end
   finished = true
+  -- A stop leaves retries queued (they end as they stood) and items never begun.
+  for _, entry in ipairs(ready) do
+    entry.status = "failed"
+    finish(entry)
+  end
   for index = next_index, total do
-    local key = key_of(items[index], index, opts.key)
+    local key = keys[index]
     if skip[key] then
       counts.skipped = counts.skipped + 1
       report.items[index] = { key = key, status = "skipped", attempts = 0, duration = 0 }

@@ -28,7 +28,8 @@ struct DevicesCommand: ParsableCommand {
               baton devices --kind tv --kind speaker --json
               baton devices --peer 192.168.1.20:47300 --watch --json
 
-            Exit codes: 0 listed (even none); 2 usage.
+            Exit codes: 0 listed (even none, unless --required); 68 --required and no device \
+            matches (not_found); 2 usage.
             """
     )
 
@@ -37,6 +38,9 @@ struct DevicesCommand: ParsableCommand {
 
     @Flag(help: "Print JSON: one array, or one object per event with --watch.")
     var json = false
+
+    @Flag(help: "Exit 68 (not_found) when no device matches, so that a script or a cron job can stop there.")
+    var required = false
 
     @Option(name: .customLong("kind"), help: ArgumentHelp("Only devices of this kind (repeatable): \(DeviceKind.allCases.map(\.rawValue).joined(separator: ", ")).", valueName: "kind"))
     var kinds: [String] = []
@@ -61,6 +65,7 @@ struct DevicesCommand: ParsableCommand {
 
     func validate() throws {
         _ = try filter()
+        if required && watch { throw ValidationError("--required lists once: it does not go with --watch.") }
         guard let duration = DurationText.parse(timeout), duration >= .zero else {
             throw ValidationError("Invalid --timeout '\(timeout)': use a duration like 500ms, 2s or 1m.")
         }
@@ -107,6 +112,10 @@ struct DevicesCommand: ParsableCommand {
             print(JSON.array(devices.map(DeviceJSON.object)).serialized())
         } else {
             print(Self.table(devices))
+        }
+        if required && devices.isEmpty {
+            StandardError.write("baton: no device matches\n")
+            Baton.exitProcess(ErrorClass.notFound.exitCode)
         }
         Baton.exitProcess(0)
     }

@@ -83,6 +83,38 @@ struct BatchTests {
         #expect(r.stdout.contains("baton.batch: fn must be a function(item, ctx), got string"), "\(r)")
     }
 
+    @Test("an item waiting out its retry's backoff holds no --jobs slot: the others run meanwhile; it says why it was retried")
+    func backoffHoldsNoSlot() async throws {
+        let dir = try ScriptDirectory()
+        try dir.write("job.lua", """
+            function job(item, ctx)
+              local f = io.open("order.txt", "a") f:write(ctx.key, "\\n") f:close()
+              if ctx.key == "a" and ctx.attempt == 1 then baton.error("unavailable", "the TV is off") end
+            end
+            """)
+        try dir.write("items.json", #"[{"key": "a"}, {"key": "b"}, {"key": "c"}, {"key": "d"}, {"key": "e"}]"#)
+        let result = try await dir.baton("batch", "job.lua", "--input", "items.json", "--jobs", "1", "--retries", "1",
+                                         "--backoff", "2s..2s", "--report", "r.json")
+        #expect(result.exitCode == 0, "\(result)")
+        let order = try String(contentsOf: dir.url.appendingPathComponent("order.txt"), encoding: .utf8)
+        #expect(order == "a\nb\nc\nd\ne\na\n", "\(order)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: dir.url.appendingPathComponent("r.json"))) as? [String: Any])
+        let first = try #require((report["items"] as? [[String: Any]])?.first)
+        #expect(first["status"] as? String == "ok" && first["attempts"] as? Int == 2)
+        #expect((first["retried_after"] as? [[String: Any]])?.first?["class"] as? String == "unavailable", "\(first)")
+    }
+
+    @Test("two items with one key are refused before anything runs (the journal and a resume go by keys): exit 2")
+    func duplicateKeys() async throws {
+        let dir = try ScriptDirectory()
+        try dir.write("job.lua", #"function job(item) io.open("ran", "w"):close() end"#)
+        try dir.write("items.json", #"[{"key": "a"}, {"key": "b"}, {"key": "a"}]"#)
+        let result = try await dir.baton("batch", "job.lua", "--input", "items.json")
+        #expect(result.exitCode == 2, "\(result)")
+        #expect(result.stderr.contains(#"items 1 and 3 have the same key "a""#), "\(result)")
+        #expect(!FileManager.default.fileExists(atPath: dir.url.appendingPathComponent("ran").path))
+    }
+
     @Test("batch usage mistakes exit 2", arguments: [
         ["--jobs", "0"], ["--retry-on", "whenever"], ["--backoff", "5s..1s"], ["--tolerate", "some"], ["--item-timeout", "soon"],
     ])

@@ -16,6 +16,11 @@ struct DevicesCommandTests {
 
             let json = try await runBaton(["devices", "--peer", peer, "--json", "--kind", "phone"])
             #expect(json.stdout == "[]\n", "\(json)")
+            // --required: none matching is not_found (68); one matching is 0.
+            let none = try await runBaton(["devices", "--peer", peer, "--json", "--kind", "phone", "--required"])
+            #expect(none.code == 68 && none.stdout == "[]\n" && none.stderr.contains("no device matches"), "\(none)")
+            let some = try await runBaton(["devices", "--peer", peer, "--required"])
+            #expect(some.code == 0, "\(some)")
             let all = try await runBaton(["devices", "--peer", peer, "--json"])
             guard case .array(let devices)? = all.json(), case .object(let first)? = devices.first else {
                 Issue.record("not a JSON array: \(all)")
