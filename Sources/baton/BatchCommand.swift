@@ -16,41 +16,56 @@ struct BatchCommand: ParsableCommand {
             SCRIPT defines `function job(item, ctx)`. The items come from --input: a JSON \
             array, JSON lines (one object a line), or CSV with a header (by the .csv \
             extension; every field a string). Each item's key is its --key field (default \
-            `key`, then `id`), else its position. `ctx` has `key`, `attempt`, `batch` (the \
-            batch's id), `idempotency_key` (batch/key: what baton.handoff's key takes), `log` \
-            and `ctx:changed()` (the item changed something, as against found it done).
+            `key`, then `id`), else its position; keys must be unique. `ctx` has `key`, \
+            `attempt`, `batch` (the batch's id), `idempotency_key` (batch/key: what \
+            baton.handoff's key takes), `log`, `device` (set it to name the item's device in \
+            the report) and `ctx:changed()` (the item changed something, as against found it \
+            done).
 
             Items run --jobs at a time as tasks on one loop (not processes). An item that \
             raises an error of a class in --retry-on (default: unavailable and timeout; never \
             not_found, denied or a script error) is tried again, up to --retries more times, \
-            after an exponential backoff with jitter (--backoff MIN..MAX). --item-timeout \
-            cancels an item at its deadline (class timeout).
+            after an exponential backoff with jitter (--backoff MIN..MAX) during which other \
+            items run. --item-timeout cancels an item at its deadline (class timeout).
 
-            The report (--report FILE, JSON) has the batch id, start, end, duration, status \
-            (succeeded, succeeded_with_failures, failed), the exit code, the counts (total, \
-            succeeded, changed, failed, retried), the failures by class, and every item: key, \
-            status (ok, changed, failed), attempts, start, duration, error (class, message, \
-            traceback, retryable). A summary goes to stderr.
+            Stopping early: --halt soon,fail=N starts nothing new once N items failed \
+            (now,fail=N also cancels the running ones; N may be a percentage); --timeout \
+            stops the whole batch. SIGINT or SIGTERM starts nothing new and gives the running \
+            items --grace to finish; a second signal cancels them. Items never started are \
+            not_run; items cancelled mid-way are in doubt.
+
+            The report (--report FILE, JSON): the batch and run ids, the script and input \
+            with their SHA-256, the command line, host, version, start, end, duration, status \
+            (succeeded, succeeded_with_failures, failed, halted, timed_out, cancelled), the \
+            exit code, the policy, the counts (total, succeeded, changed, failed, skipped, \
+            in_doubt, not_run, retried), the failures by class, every item (key, status, \
+            attempts, start, duration, device, changed, error with class, message, traceback \
+            and retryable), and with a journal the command that runs what is left. A summary \
+            goes to stderr, and progress while it runs: a bar on a terminal (NO_COLOR \
+            honoured), a line every 5 s elsewhere, none with -q.
 
             --journal DIR keeps DIR/journal.jsonl: a header (the batch id, the script's and \
             input's SHA-256, the policy), then for each item a start record, written and \
             fsynced before the item runs, and an end record. --resume continues that batch \
             by item key: items that ended are skipped, the rest run; it refuses when the \
-            script or the input changed (unless --force). --retry-failed runs only the items \
-            that failed. An item that started and never ended (the runner was killed) is in \
-            doubt: --in-doubt retry (the default) runs it again, skip leaves it and counts it, \
-            check asks the script's verify(item, ctx) whether its work is done (true: counted \
-            as succeeded; else it runs again).
+            script or the input changed (unless --force). --retry-failed also runs again the \
+            items that failed. An item that started and never ended (the runner was killed) \
+            or was cancelled is in doubt: --in-doubt retry (the default; jobs are meant to be \
+            idempotent) runs it again, skip leaves it and counts it, check asks the script's \
+            verify(item, ctx) whether its work is done (true: counted as succeeded; else it \
+            runs again).
 
-            Not yet: --halt, progress, --trace (see issue 14).
+            --trace FILE writes what the batch saw and did (see baton run --help and baton \
+            trace show); each item's calls carry its key and attempt.
 
             Examples:
-              baton batch move.lua --input sessions.json --jobs 8 --retries 3 --report r.json
-              baton batch launch.lua --input tvs.csv --key name --tolerate 5%
+              baton batch examples/batch-handoff.lua --input examples/handoffs.json --report r.json
+              baton batch move.lua --input sessions.json --jobs 8 --retries 3 --journal ~/batches/move
+              baton batch launch.lua --input tvs.csv --key name --tolerate 5% --halt soon,fail=20%
 
             Exit codes: 0 every item succeeded, or the failures are within --tolerate \
-            (default 0); 4 more failed than that; 2 usage, or an input or script that does \
-            not load.
+            (default 0); 4 more failed than that, or --halt stopped it; 3 --timeout; 130, \
+            143 SIGINT, SIGTERM; 2 usage, or an input or script that does not load.
             """
     )
 
