@@ -10,7 +10,7 @@ public final class AgentServer: @unchecked Sendable {
     /// The address actually bound (the port is chosen when asked for 0).
     public let localAddress: SocketAddress
     private let channel: any Channel
-    private let eventLoop: any EventLoop
+    let eventLoop: any EventLoop
     private var connections: [ObjectIdentifier: PeerConnection] = [:]
     /// The account's trust store, with TLS.
     private let trustStore: TrustStore?

@@ -26,6 +26,8 @@ public final class TCPLink: ChannelInboundHandler, Link, @unchecked Sendable {
     private let role: PeerConnection.Role
     private let secure: Bool
     private var context: ChannelHandlerContext?
+    /// The channel it was installed on, weakly: for tests that check it is let go.
+    private(set) weak var channel: (any Channel)?
     private var remoteAddress: SocketAddress?
     /// Who the peer proved to be in the TLS handshake, or why it was refused.
     private var identity: PeerIdentity?
@@ -69,6 +71,7 @@ public final class TCPLink: ChannelInboundHandler, Link, @unchecked Sendable {
     ) throws -> Session {
         let link = TCPLink(
             role: role, eventLoop: channel.eventLoop, secure: security.trustStore != nil, limits: limits, busyPoll: busyPoll)
+        link.channel = channel
         let session = makeSession(link)
         link.session = session
         let pipeline = channel.pipeline.syncOperations
@@ -115,6 +118,13 @@ public final class TCPLink: ChannelInboundHandler, Link, @unchecked Sendable {
         self.context = context
         remoteAddress = context.channel.remoteAddress
         if context.channel.isActive { activate(context) }
+    }
+
+    /// The pipeline is torn down: let go of the context, which holds this handler (a cycle
+    /// that kept every connection's link and buffers alive after it closed).
+    public func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        session = nil
     }
 
     public func channelActive(context: ChannelHandlerContext) {
