@@ -31,10 +31,13 @@ public final class BatchModule: LuaModule, @unchecked Sendable {
             return .values(0)
         }
         runtime.register("retry", in: -1, qualifier: "batch") { call in
-            call.runtime.options.trace?.record("retry", task: call.runtime.current?.id, [
-                .init("item", .string(try call.string(1))), .init("attempt", .int(try call.integer(2))),
-                .init("class", .string(try call.string(3))), .init("pause", .double(try call.number(4))),
-            ])
+            let (item, attempt, errorClass, pause) = (try call.string(1), try call.integer(2), try call.string(3), try call.number(4))
+            call.runtime.options.trace?.record("retry", task: call.runtime.current?.id) {
+                $0.field("item", item)
+                $0.field("attempt", Int(attempt))
+                $0.field("class", errorClass)
+                $0.field("pause", pause)
+            }
             return .values(0)
         }
         runtime.register("item_error", in: -1, qualifier: "batch") { call in

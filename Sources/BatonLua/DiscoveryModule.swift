@@ -168,16 +168,21 @@ public final class DiscoveryModule: LuaModule, @unchecked Sendable {
             switch event {
             case .added(let d), .updated(let d), .removed(let d):
                 let field = switch event { case .added: "added"; case .updated: "updated"; default: "removed" }
-                runtime.options.trace?.record("event", [
-                    .init("watcher", .int(Int64(number))), .init("event", .string(field)),
-                    .init("device", .string(d.info.name)), .init("id", .string(d.info.id)),
-                ])
+                runtime.options.trace?.record("event") {
+                    $0.field("watcher", number)
+                    $0.field("event", field)
+                    $0.field("device", d.info.name)
+                    $0.field("id", d.info.id)
+                }
                 runtime.startCallback(field, of: handlersRef, name: "watch \(field)") { lua in
                     LuaDevice.push(d, on: lua, runtime: runtime)
                     return 1
                 }
             case .enumerationCompleted:
-                runtime.options.trace?.record("event", [.init("watcher", .int(Int64(number))), .init("event", .string("enumeration_completed"))])
+                runtime.options.trace?.record("event") {
+                    $0.field("watcher", number)
+                    $0.field("event", "enumeration_completed")
+                }
                 runtime.startCallback("enumeration_completed", of: handlersRef, name: "watch enumeration_completed")
             case .error(let problem):
                 runtime.startCallback("error", of: handlersRef, name: "watch error") { lua in

@@ -1,4 +1,3 @@
-import BatonCore
 import Logging
 
 /// `baton.log.debug/info/warn/error(...)`: the arguments, each through `tostring` and joined
@@ -22,7 +21,10 @@ public final class LogModule: LuaModule {
             default: .info
             }
             call.runtime.logger.log(level: swiftLevel, "\(message)", source: "script")
-            call.runtime.options.trace?.record("log", task: call.runtime.current?.id, [.init("level", .string(level)), .init("message", .string(message))])
+            call.runtime.options.trace?.record("log", task: call.runtime.current?.id) {
+                $0.field("level", level)
+                $0.field("message", message)
+            }
             return .values(0)
         }
         try runtime.runChunk(Self.source, named: "baton.log", arguments: 2)

@@ -19,12 +19,11 @@ extension LuaRuntime {
 
     func traceSpawn(_ task: LuaTask) {
         guard let trace = options.trace else { return }
-        var fields: [JSON.Member] = [.init("name", .string(task.name))]
-        switch task.origin {
-        case .spawned(let at), .timer(_, let at): fields.append(.init("at", .string(at)))
-        case .main, .host: break
+        let at: String? = switch task.origin {
+        case .spawned(let at), .timer(_, let at): at
+        case .main, .host: nil
         }
-        trace.taskSpawned(task.id, parent: current?.id, fields: fields)
+        trace.taskSpawned(task.id, parent: current?.id, name: task.name, at: at)
     }
 
     func traceTaskEnd(_ task: LuaTask, status: String) {
@@ -36,18 +35,19 @@ extension LuaRuntime {
     func traceCallStart(_ call: HostCall) -> TracedCall? {
         guard let trace = options.trace, Self.isTraced(call.name) else { return nil }
         let lua = call.lua
-        var fields: [JSON.Member] = [.init("call", .string(call.name))]
-        if let device = deviceName(at: 1, on: lua) { fields.append(.init("device", .string(device))) }
-        if call.name.hasPrefix("baton.appservice."), let service = lua.toString(at: 2) {
-            fields.append(.init("service", .string(service)))
-        }
         let sendsBody = call.name.hasSuffix("send")
-        if trace.bodies, sendsBody {
-            // baton.appservice.send(device, service, message); conn:send(message).
-            let message: Int32 = call.name == "baton.appservice.send" ? 3 : 2
-            if let body = json(at: message, on: lua) { fields.append(.init("body", body)) }
+        trace.record("call.start", task: current?.id) { line in
+            line.field("call", call.name)
+            if let device = deviceName(at: 1, on: lua) { line.field("device", device) }
+            if call.name.hasPrefix("baton.appservice."), lua.type(at: 2) == .string, let service = lua.toString(at: 2) {
+                line.field("service", service)
+            }
+            if trace.bodies, sendsBody {
+                // baton.appservice.send(device, service, message); conn:send(message).
+                let message: Int32 = call.name == "baton.appservice.send" ? 3 : 2
+                if let body = json(at: message, on: lua) { line.field("body", body) }
+            }
         }
-        trace.record("call.start", task: current?.id, fields)
         return TracedCall(trace: trace, sequence: trace.lastSequence, task: current?.id, started: baton_monotonic_ns(), sendsBody: sendsBody)
     }
 
@@ -61,23 +61,26 @@ extension LuaRuntime {
                 break
             }
         }
-        var fields = end(traced, status: status)
-        if traced.trace.bodies, traced.sendsBody, n > 0, lua.type(at: -n) == .table, let body = json(at: -n, on: lua) {
-            fields.append(.init("body", body))
+        traced.trace.record("call.end", task: traced.task) { line in
+            end(traced, status: status, into: &line)
+            if traced.trace.bodies, traced.sendsBody, n > 0, lua.type(at: -n) == .table, let body = json(at: -n, on: lua) {
+                line.field("body", body)
+            }
         }
-        traced.trace.record("call.end", task: traced.task, fields)
     }
 
     /// Records call.end for a call that raised: its class is its status.
     func traceCallEnd(_ traced: TracedCall, errorClass: ErrorClass?, message: String) {
-        var fields = end(traced, status: errorClass?.rawValue ?? "error")
-        fields.append(.init("error", .string(message)))
-        traced.trace.record("call.end", task: traced.task, fields)
+        traced.trace.record("call.end", task: traced.task) { line in
+            end(traced, status: errorClass?.rawValue ?? "error", into: &line)
+            line.field("error", message)
+        }
     }
 
-    private func end(_ traced: TracedCall, status: String) -> [JSON.Member] {
-        [.init("start", .int(Int64(traced.sequence))), .init("status", .string(status)),
-         .init("duration", .double(Double(baton_monotonic_ns() - traced.started) / 1e9))]
+    private func end(_ traced: TracedCall, status: String, into line: inout TraceLine) {
+        line.field("start", traced.sequence)
+        line.field("status", status)
+        line.field("duration", Double(baton_monotonic_ns() - traced.started) / 1e9)
     }
 
     private func deviceName(at index: Int32, on lua: LuaState) -> String? {

@@ -175,10 +175,13 @@ public final class LuaRuntime: @unchecked Sendable {
         }
         setArgTable(scriptName: name, arguments: arguments, commandLine: commandLine)
         if let trace = options.trace {
-            var fields: [JSON.Member] = [.init("script", .string(name)), .init("pid", .int(Int64(getpid())))]
-            if let parent = trace.context.parentSpanID { fields.append(.init("parent_span", .string(parent))) }
-            fields.append(.init("span", .string(trace.context.spanID)))
-            trace.record("run.start", fields)
+            trace.record("run.start") {
+                $0.field("trace_id", trace.context.traceID)
+                $0.field("script", name)
+                $0.field("pid", Int(getpid()))
+                if let parent = trace.context.parentSpanID { $0.field("parent_span", parent) }
+                $0.field("span", trace.context.spanID)
+            }
         }
         // The cap is the script's: Baton's own setup is not counted against it.
         if let max = options.maxMemory { limits.pointee.limit = max }

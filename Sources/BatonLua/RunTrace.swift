@@ -4,8 +4,9 @@ import Foundation
 
 /// What one run saw and did, as JSON lines in a file (README, "Traces"): every record has the
 /// schema version `v`, `seq`, the wall `time` (Unix seconds), `mono` (seconds since the run
-/// began, from the monotonic clock), the `run` id and `trace_id`, its `kind`, and where it happened: `task`,
+/// began, from the monotonic clock), the `run` id, its `kind`, and where it happened: `task`,
 /// `parent` (the task that spawned it), and the batch `item` and `attempt` it works for.
+/// run.start adds the `trace_id` and the run's `span` (W3C trace context).
 /// Message bodies appear only when ``bodies`` is set; nothing else a caller sends does.
 /// Confined to the run's event loop; written through a stdio buffer, flushed at the end.
 public final class RunTrace: @unchecked Sendable {
@@ -21,8 +22,7 @@ public final class RunTrace: @unchecked Sendable {
     private var sequence = 0
     private let start = baton_monotonic_ns()
 
-    /// What the trace knows of each live task: who spawned it, and the item it works for
-    /// (its key as a JSON string, escaped once).
+    /// What the trace knows of each live task: who spawned it, and the item it works for.
     struct TaskLabel {
         var parent: Int?
         var item: String?
@@ -41,72 +41,78 @@ public final class RunTrace: @unchecked Sendable {
         self.bodies = bodies
     }
 
-    /// Writes one record of `kind` with `fields`, as task `task` did it. The fields every
-    /// record has are written by hand: this runs several times for every call a batch makes.
-    public func record(_ kind: String, task: Int? = nil, _ fields: [JSON.Member] = []) {
+    /// Writes one record of `kind`, as task `task` did it, with the fields `fill` adds.
+    public func record(_ kind: StaticString, task: Int? = nil, _ fill: (inout TraceLine) -> Void = { _ in }) {
         guard let file else { return }
         sequence += 1
-        var line = prefix
-        line += #","seq":\#(sequence),"time":\#(Date().timeIntervalSince1970),"#
-        line += #""mono":\#(Double(baton_monotonic_ns() - start) / 1e9),"kind":"\#(kind)""#
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        line.bytes.removeAll(keepingCapacity: true)
+        line.raw("{\"v\":1")
+        line.field("run", runID)
+        line.field("seq", sequence)
+        line.field("time", seconds: wall.tv_sec, microseconds: wall.tv_nsec / 1000)
+        line.field("mono", Double(baton_monotonic_ns() - start) / 1e9)
+        line.field("kind", kind)
         if let task {
-            line += #","task":\#(task)"#
+            line.field("task", task)
             if let label = labels[task] {
-                if let parent = label.parent { line += #","parent":\#(parent)"# }
-                if let item = label.item { line += #","item":\#(item)"# }
-                if let attempt = label.attempt { line += #","attempt":\#(attempt)"# }
+                if let parent = label.parent { line.field("parent", parent) }
+                if let item = label.item { line.field("item", item) }
+                if let attempt = label.attempt { line.field("attempt", attempt) }
             }
         }
-        if fields.isEmpty {
-            line += "}\n"
-        } else {
-            // The fields as an object, its opening brace replaced by a comma.
-            line += ","
-            line += JSON.object(fields).serialized().dropFirst()
-            line += "\n"
-        }
-        line.withUTF8 { _ = fwrite($0.baseAddress, 1, $0.count, file) }
+        fill(&line)
+        line.raw("}\n")
+        line.bytes.withUnsafeBytes { _ = fwrite($0.baseAddress, 1, $0.count, file) }
     }
 
-    /// `{"v":1,"run":...,"trace_id":...`: what every record starts with.
-    private lazy var prefix = #"{"v":\#(Self.schemaVersion),"run":\#(JSON.string(runID).serialized()),"trace_id":"\#(context.traceID)""#
+    /// The line being written, kept so that its buffer is reused.
+    private var line = TraceLine()
 
     /// The sequence number of the last record, to pair a call's end with its start.
     public var lastSequence: Int { sequence }
 
     /// A task was spawned by `parent`; it works for the parent's item until told otherwise.
-    func taskSpawned(_ task: Int, parent: Int?, fields: [JSON.Member]) {
+    func taskSpawned(_ task: Int, parent: Int?, name: String, at: String?) {
         var label = parent.flatMap { labels[$0] } ?? TaskLabel()
         label.parent = parent
         labels[task] = label
-        record("task.spawn", task: task, fields)
+        record("task.spawn", task: task) {
+            $0.field("name", name)
+            if let at { $0.field("at", at) }
+        }
     }
 
     /// A task ended: `ok`, `error` or `cancelled`.
     func taskEnded(_ task: Int, status: String) {
-        record("task.end", task: task, [.init("status", .string(status))])
+        record("task.end", task: task) { $0.field("status", status) }
         labels[task] = nil
     }
 
     /// From now on `task` (and the tasks it spawns) works for batch item `item`, attempt
     /// `attempt`.
     public func label(task: Int, item: String, attempt: Int) {
-        labels[task, default: TaskLabel()].item = JSON.string(item).serialized()
+        labels[task, default: TaskLabel()].item = item
         labels[task, default: TaskLabel()].attempt = attempt
     }
 
     /// An error: its message, class and traceback as frames (file, line, function).
     public func error(task: Int?, message: String, errorClass: String?, traceback: String) {
-        var fields: [JSON.Member] = [.init("message", .string(message))]
-        if let errorClass { fields.append(.init("class", .string(errorClass))) }
         let frames = Self.frames(of: traceback)
-        if !frames.isEmpty { fields.append(.init("traceback", .array(frames))) }
-        record("error", task: task, fields)
+        record("error", task: task) {
+            $0.field("message", message)
+            if let errorClass { $0.field("class", errorClass) }
+            if !frames.isEmpty { $0.field("traceback", .array(frames)) }
+        }
     }
 
     /// Ends the trace with run.end and closes the file.
     public func finish(exitCode: Int32, outcome: String) {
-        record("run.end", [.init("exit_code", .int(Int64(exitCode))), .init("outcome", .string(outcome))])
+        record("run.end") {
+            $0.field("exit_code", Int(exitCode))
+            $0.field("outcome", outcome)
+        }
         if let file { fclose(file) }
         file = nil
     }

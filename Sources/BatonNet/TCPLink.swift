@@ -124,7 +124,11 @@ public final class TCPLink: ChannelInboundHandler, Link, @unchecked Sendable {
     /// that kept every connection's link and buffers alive after it closed).
     public func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
-        session = nil
+        // A channel that never became active (a connect that failed) has no channelInactive:
+        // its session hears of the end here.
+        let session = self.session
+        self.session = nil
+        session?.linkClosed(self)
     }
 
     public func channelActive(context: ChannelHandlerContext) {

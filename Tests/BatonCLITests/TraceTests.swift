@@ -51,7 +51,8 @@ struct TraceTests {
         #expect(records.first?["kind"] as? String == "run.start")
         #expect(records.last?["kind"] as? String == "run.end" && records.last?["exit_code"] as? Int == 1)
         #expect(records.map { $0["seq"] as? Int } == Array(1...records.count).map { Optional($0) })
-        #expect(records.allSatisfy { $0["v"] as? Int == 1 && $0["trace_id"] as? String == Self.traceID && $0["mono"] is Double })
+        #expect(records.allSatisfy { $0["v"] as? Int == 1 && $0["run"] as? String == records.first?["run"] as? String && $0["mono"] is Double })
+        #expect(records.first?["trace_id"] as? String == Self.traceID)
         #expect(records.first?["parent_span"] as? String == "b7ad6b7169203331")
 
         // Each call's start and end, joined.
