@@ -25,14 +25,14 @@ public final class BatchModule: LuaModule, @unchecked Sendable {
         // What the trace (if any) learns from the batch: which item a task works for, retries,
         // and the items' own errors, which the batch catches.
         runtime.register("trace_item", in: -1, qualifier: "batch") { call in
-            if let trace = call.runtime.options.trace, let task = call.runtime.current?.id {
+            if let trace = call.runtime.options.trace, let task = call.runtime.current {
                 trace.label(task: task, item: try call.string(1), attempt: Int(try call.integer(2)))
             }
             return .values(0)
         }
         runtime.register("retry", in: -1, qualifier: "batch") { call in
             let (item, attempt, errorClass, pause) = (try call.string(1), try call.integer(2), try call.string(3), try call.number(4))
-            call.runtime.options.trace?.record("retry", task: call.runtime.current?.id) {
+            call.runtime.options.trace?.record("retry", task: call.runtime.current) {
                 $0.field("item", item)
                 $0.field("attempt", Int(attempt))
                 $0.field("class", errorClass)
@@ -42,7 +42,7 @@ public final class BatchModule: LuaModule, @unchecked Sendable {
         }
         runtime.register("item_error", in: -1, qualifier: "batch") { call in
             call.runtime.options.trace?.error(
-                task: call.runtime.current?.id, message: try call.string(1),
+                task: call.runtime.current, message: try call.string(1),
                 errorClass: try call.string(2), traceback: try call.string(3))
             return .values(0)
         }

@@ -21,7 +21,7 @@ public final class LogModule: LuaModule {
             default: .info
             }
             call.runtime.logger.log(level: swiftLevel, "\(message)", source: "script")
-            call.runtime.options.trace?.record("log", task: call.runtime.current?.id) {
+            call.runtime.options.trace?.record("log", task: call.runtime.current) {
                 $0.field("level", level)
                 $0.field("message", message)
             }

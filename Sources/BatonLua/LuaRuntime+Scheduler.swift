@@ -207,7 +207,7 @@ extension LuaRuntime {
         // A dead coroutine cannot run a __tostring: a classed error's message is read as it is.
         let message = classedMessage(at: -1, on: task.thread) ?? task.thread.describe(at: -1)
         let failure = ScriptFailure(message: message, traceback: traceback, context: task.context)
-        options.trace?.error(task: task.id, message: message, errorClass: errorClass(at: -1, on: task.thread)?.rawValue, traceback: traceback)
+        options.trace?.error(task: task, message: message, errorClass: errorClass(at: -1, on: task.thread)?.rawValue, traceback: traceback)
         options.reportFailure(failure)
         return failure
     }

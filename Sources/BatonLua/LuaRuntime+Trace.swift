@@ -9,7 +9,7 @@ extension LuaRuntime {
     struct TracedCall {
         let trace: RunTrace
         let sequence: Int
-        let task: Int?
+        let task: LuaTask?
         let started: Int64
         let sendsBody: Bool
     }
@@ -19,15 +19,15 @@ extension LuaRuntime {
 
     func traceSpawn(_ task: LuaTask) {
         guard let trace = options.trace else { return }
-        let at: String? = switch task.origin {
-        case .spawned(let at), .timer(_, let at): at
-        case .main, .host: nil
+        switch task.origin {
+        case .spawned(let at): trace.taskSpawned(task, parent: current, name: nil, at: at)
+        case .timer(_, let at): trace.taskSpawned(task, parent: current, name: task.name, at: at)
+        case .main, .host: trace.taskSpawned(task, parent: current, name: task.name, at: nil)
         }
-        trace.taskSpawned(task.id, parent: current?.id, name: task.name, at: at)
     }
 
     func traceTaskEnd(_ task: LuaTask, status: String) {
-        options.trace?.taskEnded(task.id, status: status)
+        options.trace?.taskEnded(task, status: status)
     }
 
     /// Records call.start for a host call about to wait: the device (argument 1: a name, an
@@ -36,7 +36,7 @@ extension LuaRuntime {
         guard let trace = options.trace, Self.isTraced(call.name) else { return nil }
         let lua = call.lua
         let sendsBody = call.name.hasSuffix("send")
-        trace.record("call.start", task: current?.id) { line in
+        trace.record("call.start", task: current) { line in
             line.field("call", call.name)
             if let device = deviceName(at: 1, on: lua) { line.field("device", device) }
             if call.name.hasPrefix("baton.appservice."), lua.type(at: 2) == .string, let service = lua.toString(at: 2) {
@@ -48,7 +48,7 @@ extension LuaRuntime {
                 if let body = json(at: message, on: lua) { line.field("body", body) }
             }
         }
-        return TracedCall(trace: trace, sequence: trace.lastSequence, task: current?.id, started: baton_monotonic_ns(), sendsBody: sendsBody)
+        return TracedCall(trace: trace, sequence: trace.lastSequence, task: current, started: baton_monotonic_ns(), sendsBody: sendsBody)
     }
 
     /// Records call.end: the status (the first status-like string among the results, else
@@ -56,7 +56,8 @@ extension LuaRuntime {
     func traceCallEnd(_ traced: TracedCall, results n: Int32, on lua: LuaState) {
         var status = n > 0 && lua.type(at: -n) == .nil ? "nil" : "success"
         for i in 0..<min(n, 3) where lua.type(at: -n + i) == .string {
-            if let text = lua.toString(at: -n + i), !text.isEmpty, text.allSatisfy({ $0.isLowercase || $0 == "_" }) {
+            if let text = lua.toString(at: -n + i), !text.isEmpty,
+               text.utf8.allSatisfy({ ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || $0 == UInt8(ascii: "_") }) {
                 status = text
                 break
             }

@@ -295,7 +295,7 @@ public final class LuaRuntime: @unchecked Sendable {
         for module in modules { module.runFinished(self) }
         if let trace = options.trace {
             // Tasks still there when the run ends (baton.exit, a timeout) stop with it.
-            for id in tasks.keys.sorted() { trace.taskEnded(id, status: "stopped") }
+            for id in tasks.keys.sorted() { if let task = tasks[id] { trace.taskEnded(task, status: "stopped") } }
             trace.finish(exitCode: outcome.exitCode, outcome: outcome.name)
         }
         promise.succeed(outcome)

@@ -8,7 +8,8 @@ import Foundation
 /// `parent` (the task that spawned it), and the batch `item` and `attempt` it works for.
 /// run.start adds the `trace_id` and the run's `span` (W3C trace context).
 /// Message bodies appear only when ``bodies`` is set; nothing else a caller sends does.
-/// Confined to the run's event loop; written through a stdio buffer, flushed at the end.
+/// Confined to the run's event loop; lines are gathered in a buffer and written by a thread of
+/// the trace's own in large writes, at least twice a second.
 public final class RunTrace: @unchecked Sendable {
     /// The schema version every record carries.
     public static let schemaVersion = 1
@@ -21,14 +22,19 @@ public final class RunTrace: @unchecked Sendable {
     private var file: UnsafeMutablePointer<FILE>?
     private var sequence = 0
     private let start = baton_monotonic_ns()
+    private let wallStart: Int64 = {
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        return Int64(wall.tv_sec) * 1_000_000_000 + Int64(wall.tv_nsec)
+    }()
 
-    /// What the trace knows of each live task: who spawned it, and the item it works for.
+    /// What the trace knows of a task (kept on the task): who spawned it, and the item it
+    /// works for.
     struct TaskLabel {
         var parent: Int?
         var item: String?
         var attempt: Int?
     }
-    private var labels: [Int: TaskLabel] = [:]
 
     /// Opens (truncates) `path`; throws when it cannot be written.
     public init(path: String, runID: String, context: TraceContext, bodies: Bool = false) throws {
@@ -37,26 +43,31 @@ public final class RunTrace: @unchecked Sendable {
         }
         self.file = file
         self.runID = runID
+        var opening = TraceLine(capacity: 128)
+        opening.raw("{\"v\":1")
+        opening.field("run", runID)
+        prefix = opening.withBytes { Array($0) }
+        opening.deallocate()
         self.context = context
         self.bodies = bodies
     }
 
     /// Writes one record of `kind`, as task `task` did it, with the fields `fill` adds.
-    public func record(_ kind: StaticString, task: Int? = nil, _ fill: (inout TraceLine) -> Void = { _ in }) {
-        guard let file else { return }
+    func record(_ kind: StaticString, task: LuaTask? = nil, _ fill: (inout TraceLine) -> Void = { _ in }) {
+        guard file != nil else { return }
         sequence += 1
-        var wall = timespec()
-        clock_gettime(CLOCK_REALTIME, &wall)
-        line.bytes.removeAll(keepingCapacity: true)
-        line.raw("{\"v\":1")
-        line.field("run", runID)
+        prefix.withUnsafeBytes { line.raw($0) }
         line.field("seq", sequence)
-        line.field("time", seconds: wall.tv_sec, microseconds: wall.tv_nsec / 1000)
-        line.field("mono", Double(baton_monotonic_ns() - start) / 1e9)
+        let now = baton_monotonic_ns()
+        // The wall clock as it was at the start, moved on by the monotonic clock: one clock
+        // read a record.
+        let wall = wallStart + (now - start)
+        line.field("time", seconds: Int(wall / 1_000_000_000), microseconds: Int(wall % 1_000_000_000) / 1000)
+        line.field("mono", Double(now - start) / 1e9)
         line.field("kind", kind)
         if let task {
-            line.field("task", task)
-            if let label = labels[task] {
+            line.field("task", task.id)
+            if let label = task.traceLabel {
                 if let parent = label.parent { line.field("parent", parent) }
                 if let item = label.item { line.field("item", item) }
                 if let attempt = label.attempt { line.field("attempt", attempt) }
@@ -64,41 +75,71 @@ public final class RunTrace: @unchecked Sendable {
         }
         fill(&line)
         line.raw("}\n")
-        line.bytes.withUnsafeBytes { _ = fwrite($0.baseAddress, 1, $0.count, file) }
+        // Out in big writes, and at least twice a second: a run killed with -9 leaves its
+        // trace up to its last moments.
+        if line.count >= Self.flushAt || now - flushed > 500_000_000 {
+            flush()
+            flushed = now
+        }
     }
 
-    /// The line being written, kept so that its buffer is reused.
-    private var line = TraceLine()
+    private var flushed = baton_monotonic_ns()
+
+    /// The lines written and not yet in the file: they go out in writes of about this size.
+    private var line = TraceLine(capacity: 80 << 10)
+    private static let flushAt = 64 << 10
+
+    /// Hands the lines gathered to the writer, a thread of the trace's own: the file's writes
+    /// never hold up the event loop.
+    private func flush() {
+        guard let file, line.count > 0 else { return }
+        let full = Filled(line: line, file: file)
+        line = TraceLine(capacity: 80 << 10)
+        writer.async {
+            full.line.withBytes { _ = fwrite($0.baseAddress, 1, $0.count, full.file) }
+            fflush(full.file)
+            full.line.deallocate()
+        }
+    }
+
+    private let writer = DispatchQueue(label: "baton.trace")
+
+    /// A buffer of lines on its way to the file; the writer owns it from then on.
+    private struct Filled: @unchecked Sendable {
+        let line: TraceLine
+        let file: UnsafeMutablePointer<FILE>
+    }
+    /// `{"v":1,"run":"..."`, which every record starts with.
+    private let prefix: [UInt8]
 
     /// The sequence number of the last record, to pair a call's end with its start.
     public var lastSequence: Int { sequence }
 
     /// A task was spawned by `parent`; it works for the parent's item until told otherwise.
-    func taskSpawned(_ task: Int, parent: Int?, name: String, at: String?) {
-        var label = parent.flatMap { labels[$0] } ?? TaskLabel()
-        label.parent = parent
-        labels[task] = label
+    /// `name` is nil for a task the script spawned (its id names it).
+    func taskSpawned(_ task: LuaTask, parent: LuaTask?, name: String?, at: String?) {
+        var label = parent?.traceLabel ?? TaskLabel()
+        label.parent = parent?.id
+        task.traceLabel = label
         record("task.spawn", task: task) {
-            $0.field("name", name)
+            if let name { $0.field("name", name) }
             if let at { $0.field("at", at) }
         }
     }
 
     /// A task ended: `ok`, `error` or `cancelled`.
-    func taskEnded(_ task: Int, status: String) {
+    func taskEnded(_ task: LuaTask, status: String) {
         record("task.end", task: task) { $0.field("status", status) }
-        labels[task] = nil
     }
 
     /// From now on `task` (and the tasks it spawns) works for batch item `item`, attempt
     /// `attempt`.
-    public func label(task: Int, item: String, attempt: Int) {
-        labels[task, default: TaskLabel()].item = item
-        labels[task, default: TaskLabel()].attempt = attempt
+    func label(task: LuaTask, item: String, attempt: Int) {
+        task.traceLabel = TaskLabel(parent: task.traceLabel?.parent, item: item, attempt: attempt)
     }
 
     /// An error: its message, class and traceback as frames (file, line, function).
-    public func error(task: Int?, message: String, errorClass: String?, traceback: String) {
+    func error(task: LuaTask?, message: String, errorClass: String?, traceback: String) {
         let frames = Self.frames(of: traceback)
         record("error", task: task) {
             $0.field("message", message)
@@ -108,13 +149,19 @@ public final class RunTrace: @unchecked Sendable {
     }
 
     /// Ends the trace with run.end and closes the file.
-    public func finish(exitCode: Int32, outcome: String) {
+    func finish(exitCode: Int32, outcome: String) {
         record("run.end") {
             $0.field("exit_code", Int(exitCode))
             $0.field("outcome", outcome)
         }
-        if let file { fclose(file) }
+        flush()
+        if let file {
+            let closing = Filled(line: line, file: file)
+            // What is queued is written before the run's end is reported.
+            writer.sync { _ = fclose(closing.file) }
+        }
         file = nil
+        line.deallocate()
     }
 
     /// The frames of a Lua traceback (`\tfile:line: in function 'name'`), innermost first;
