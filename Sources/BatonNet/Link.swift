@@ -27,6 +27,14 @@ public protocol Link: AnyObject, Sendable {
     func write(limit: Int, _ encode: (inout ByteBuffer, _ limit: Int) throws(WireError) -> Void) -> WireError?
     /// Sends what was written, then closes.
     func close()
+    /// `true`: the session is busy and wants no more frames for now (the link stops reading
+    /// from the peer); `false`: it may have them again.
+    func pauseReceiving(_ paused: Bool)
+}
+
+extension Link {
+    /// A link that cannot hold its peer back ignores it.
+    public func pauseReceiving(_ paused: Bool) {}
 }
 
 /// What a ``Link`` tells the session above it, on the link's loop.

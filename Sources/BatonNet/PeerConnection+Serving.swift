@@ -26,6 +26,10 @@ extension PeerConnection {
             }
         case .openServiceRequest(_, let channel, let service, let app, _):
             guard !multiplexer.isOpen(channel) else { return answer(refusal(head, .channelAlreadyOpen)) }
+            let channels = isAnonymousPeer ? serving.anonymousChannels : serving.channels
+            guard multiplexer.channelCount < channels else {
+                return answer(refusal(head, .limitReached("\(channels) channels are open on this connection, as many as it may have")))
+            }
             answer(delegate.connection(self, open: service, app: app, channelID: channel, context: context), to: frame) { [self] answer in
                 if answer.status == .success, let handler = answer.handler, isOpen { multiplexer.open(channel, handler: handler) }
                 return .openServiceResponse(requestID: id, status: answer.status, detail: answer.detail)
@@ -59,7 +63,26 @@ extension PeerConnection {
         }
         inFlight[head.requestID] = context
         armDeadlines(context.deadline)
+        if !receivingPaused, inFlight.count >= inFlightLimit {
+            // Enough at once: the peer's next requests wait in its socket until half are done.
+            receivingPaused = true
+            link.pauseReceiving(true)
+        }
         return context
+    }
+
+    /// How many of the peer's requests this end serves at once.
+    private var inFlightLimit: Int { isAnonymousPeer ? serving.anonymousRequestsInFlight : serving.requestsInFlight }
+
+    /// Whether the peer is of another account, or none.
+    var isAnonymousPeer: Bool { peerIdentity?.authorization == .anonymous }
+
+    /// A request left ``inFlight``: reading goes on once half of the limit is free again.
+    func servingEased() {
+        if receivingPaused, inFlight.count <= inFlightLimit / 2 {
+            receivingPaused = false
+            link.pauseReceiving(false)
+        }
     }
 
     /// The context of an answered request that nothing holds any more, if there is one. The
@@ -104,6 +127,7 @@ extension PeerConnection {
         guard let id = frame.requestID, let context = inFlight.removeValue(forKey: id) else { return }
         retire(context)
         send(answer: frame)
+        servingEased()
     }
 
     /// Writes the answer to a request taken out of ``inFlight``.
@@ -138,6 +162,7 @@ extension PeerConnection {
             return false
         }
         retire(context)
+        defer { servingEased() }
         guard case .frameTooLarge(let size, let limit)? = problem else {
             _ = session.answered()
             if session.isDrained { drained?() }
@@ -159,6 +184,7 @@ extension PeerConnection {
             send(answer: refusal(context.head, .timedOut("timed out: no answer within \(context.timeout.words)")))
             context.cancel()
         }
+        servingEased()
     }
 
     /// The connection ended: whatever still serves a request of the peer is told to stop.

@@ -41,6 +41,19 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
         }
     }
 
+    /// How much the peer may ask of this end at once (``Protocol/baton.proto``, LIMITS).
+    public struct ServingLimits: Sendable {
+        /// Requests of the peer served at once; past them this end stops reading from the
+        /// peer until half are answered (the peer's requests wait, nothing is lost).
+        public var requestsInFlight = 256
+        /// Channels the peer may have open; an OpenServiceRequest past them is refused.
+        public var channels = 256
+        /// The same for a peer of another account, or none: a stranger gets less.
+        public var anonymousRequestsInFlight = 32
+        public var anonymousChannels = 16
+        public init() {}
+    }
+
     public let role: Role
     public let eventLoop: any EventLoop
     public let logger: Logger
@@ -77,6 +90,10 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
     var inFlight: [UInt64: RequestContext] = [:]
     /// Contexts of answered requests, to serve later ones once nothing else holds them.
     var spareContexts: [RequestContext] = []
+    /// What the peer may ask at once.
+    public let serving: ServingLimits
+    /// Whether the link was asked to stop reading: ``inFlight`` reached its limit.
+    var receivingPaused = false
     /// When the frame being handled was read.
     var receivedAt: NIODeadline
     var drained: (() -> Void)?
@@ -87,9 +104,11 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
     /// nil). `trustStore` is nil on a plaintext link.
     package init(
         role: Role, link: any Link, hello: Hello? = nil, limits: FrameLimits = FrameLimits(), timing: Timing = Timing(),
-        trustStore: TrustStore? = nil, delegate: (any PeerConnectionDelegate)? = nil, logger: Logger
+        serving: ServingLimits = ServingLimits(), trustStore: TrustStore? = nil, delegate: (any PeerConnectionDelegate)? = nil,
+        logger: Logger
     ) {
         self.role = role
+        self.serving = serving
         self.link = link
         self.eventLoop = link.eventLoop
         self.hello = hello

@@ -121,6 +121,9 @@ package struct RequestMultiplexer {
     /// Whether channel `id` is open.
     package func isOpen(_ id: UInt64) -> Bool { channels[id] != nil }
 
+    /// How many channels are open.
+    package var channelCount: Int { channels.count }
+
     /// Who serves channel `id`, if it is open.
     package func handler(of id: UInt64) -> (any ServiceChannelHandler)? { channels[id] }
 

@@ -59,6 +59,8 @@ package enum Refusal: Sendable, Equatable {
     case channelAlreadyOpen
     /// Its deadline passed before its answer was ready (`detail` says when).
     case timedOut(String)
+    /// The connection has as much open as it may (`detail` says what).
+    case limitReached(String)
 }
 
 extension SessionStateMachine {
@@ -74,7 +76,7 @@ extension SessionStateMachine {
             let status: LaunchStatus = switch why {
             case .shuttingDown: .remoteSystemUnavailable
             case .tooLarge: .valueSetTooLarge
-            case .answerTooLarge, .failed, .channelNotOpen, .channelAlreadyOpen, .timedOut: .unknown
+            case .answerTooLarge, .failed, .channelNotOpen, .channelAlreadyOpen, .timedOut, .limitReached: .unknown
             }
             return .launchResponse(requestID: id, status: status, detail: detail(why, head))
         case .open:
@@ -87,6 +89,7 @@ extension SessionStateMachine {
             case .failed, .channelAlreadyOpen: .failure
             case .channelNotOpen: .appServiceConnectionClosed
             case .timedOut: .unknown
+            case .limitReached: .resourceLimitsExceeded
             }
             return .serviceResponse(channelID: head.channelID, requestID: id, reply: ServiceReply(status: status, detail: detail(why, head)))
         case .join:
@@ -107,7 +110,8 @@ extension SessionStateMachine {
     private static func detail(_ why: Refusal, _ head: RequestHead) -> String {
         switch why {
         case .shuttingDown: "the agent is shutting down"
-        case .tooLarge(let detail), .answerTooLarge(let detail), .failed(let detail), .timedOut(let detail): detail
+        case .tooLarge(let detail), .answerTooLarge(let detail), .failed(let detail), .timedOut(let detail), .limitReached(let detail):
+            detail
         case .channelNotOpen: "channel \(head.channelID) is not open"
         case .channelAlreadyOpen: "channel \(head.channelID) is already open"
         }

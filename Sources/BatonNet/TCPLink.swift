@@ -17,8 +17,12 @@ import NIOTLS
 /// Frames written in one event-loop tick go out in one write (answers to a batch of pipelined
 /// requests cost one system call), or as soon as 4 KiB wait; after traffic, the loop keeps
 /// polling the socket for a while instead of sleeping (``BusyPoll``).
-public final class TCPLink: ChannelInboundHandler, Link, @unchecked Sendable {
+///
+/// Backpressure: it stops reading (NIO's read demand) while its unsent bytes are past the
+/// channel's high-water mark or its session says it is busy, and goes on when they drain.
+public final class TCPLink: ChannelDuplexHandler, Link, @unchecked Sendable {
     public typealias InboundIn = ByteBuffer
+    public typealias OutboundIn = ByteBuffer
     public typealias OutboundOut = ByteBuffer
 
     public let eventLoop: any EventLoop
@@ -43,6 +47,14 @@ public final class TCPLink: ChannelInboundHandler, Link, @unchecked Sendable {
     private var decoding = false
     /// Frames written and not yet flushed.
     private var outbox: ByteBuffer?
+    /// Backpressure: the session asked for no more frames for now (it serves as many of the
+    /// peer's requests as it will at once), or what this end wrote waits unsent past the
+    /// channel's high-water mark (a peer that does not read). Either way the link neither hands
+    /// over frames nor reads from the socket until it clears: a peer cannot make this end
+    /// buffer without bound.
+    private var sessionBusy = false
+    /// A read the channel asked for while held back, made once the hold ends.
+    private var readHeld = false
     private var flushScheduled = false
     private let busyPoll: BusyPoll?
     /// The socket's descriptor, for ``busyPoll``; nil when not polled.
@@ -176,7 +188,7 @@ public final class TCPLink: ChannelInboundHandler, Link, @unchecked Sendable {
     private func deliverFrames(atEnd: Bool) {
         decoding = true
         defer { decoding = false }
-        while !failed, let session, var buffer = inbound.take() {
+        while !failed, !heldBack, let session, var buffer = inbound.take() {
             let event: FrameEvent?
             do throws(WireError) {
                 event = atEnd ? try decoder.decodeLast(buffer: &buffer, seenEOF: true) : try decoder.decode(buffer: &buffer)
@@ -222,6 +234,52 @@ public final class TCPLink: ChannelInboundHandler, Link, @unchecked Sendable {
         self.session = nil
         session?.linkClosed(self)
         context.fireChannelInactive()
+    }
+
+    // MARK: backpressure
+
+    /// Whether frames and reads wait: the session is busy, or the peer does not read fast enough.
+    private var heldBack: Bool {
+        sessionBusy || !(context?.channel.isWritable ?? true)
+    }
+
+    public func read(context: ChannelHandlerContext) {
+        if heldBack {
+            readHeld = true
+        } else {
+            context.read()
+        }
+    }
+
+    public func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { goOn() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    public func pauseReceiving(_ paused: Bool) {
+        eventLoop.assertInEventLoop()
+        sessionBusy = paused
+        if !paused { goOn() }
+    }
+
+    /// The hold may be over: hand over what waits, then read again if asked to.
+    private func goOn() {
+        guard !heldBack else { return }
+        if inbound != nil, !decoding {
+            // Later on the loop: the session may be in the middle of what freed it.
+            eventLoop.execute { [self] in
+                if !decoding, !heldBack { deliverFrames(atEnd: false) }
+                readIfHeld()
+            }
+        } else {
+            readIfHeld()
+        }
+    }
+
+    private func readIfHeld() {
+        guard readHeld, !heldBack, let context else { return }
+        readHeld = false
+        context.read()
     }
 
     // MARK: sending

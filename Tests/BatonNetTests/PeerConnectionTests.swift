@@ -16,7 +16,8 @@ final class FakeLink: Link, @unchecked Sendable {
     /// Every frame written, decoded again.
     var written: [Frame] = []
     var closed = false
-    /// The largest frame the peer takes, as written frames see it.
+    /// What the session last asked of the link's reading: nil until it asks.
+    var receivingPaused: Bool?
 
     init(eventLoop: any EventLoop) { self.eventLoop = eventLoop }
 
@@ -33,6 +34,8 @@ final class FakeLink: Link, @unchecked Sendable {
         }
         return nil
     }
+
+    func pauseReceiving(_ paused: Bool) { receivingPaused = paused }
 
     func close() {
         guard !closed else { return }
@@ -174,6 +177,44 @@ struct PeerConnectionTests {
         link.receive(.closeService(channelID: 5, status: .completed))
         #expect(agent.closedChannels.map(\.0) == [5])
         #expect(agent.closedChannels.map(\.1) == [.completed])
+    }
+
+    @Test("past its channel limit an open is refused with a detail saying so; a stranger gets fewer channels")
+    func channelLimit() {
+        for (identity, limit) in [(PeerIdentity(authorization: .sameAccount, deviceID: nil, account: nil), 256),
+                                  (PeerIdentity(authorization: .anonymous, deviceID: nil, account: nil), 16)] {
+            let link = FakeLink(eventLoop: loop)
+            let connection = PeerConnection(role: .server, link: link, delegate: ValueAgent(loop: loop), logger: Logger(label: "test"))
+            link.session = connection
+            link.establish(identity)
+            link.receive(.hello(Hello(deviceName: "phone")))
+            _ = link.take()
+            for channel in 1...UInt64(limit + 1) {
+                link.receive(.openServiceRequest(requestID: channel, channelID: channel, service: "echo", app: "a", timeout: 0))
+            }
+            let answers = link.take()
+            #expect(answers.count == limit + 1)
+            #expect(answers.dropLast().allSatisfy { if case .openServiceResponse(_, .success, _) = $0 { true } else { false } })
+            #expect(answers.last == .openServiceResponse(
+                requestID: UInt64(limit + 1), status: .unknown, detail: "\(limit) channels are open on this connection, as many as it may have"))
+        }
+    }
+
+    @Test("past its limit of requests in flight the connection stops reading from the peer, and reads again once half are answered")
+    func inFlightLimit() {
+        let (connection, link, agent) = openServer()
+        let slow = loop.makePromise(of: (LaunchStatus, String).self)
+        agent.slowLaunch = slow
+        for id in 1...UInt64(connection.serving.requestsInFlight - 1) {
+            link.receive(.launchRequest(requestID: id, .success(LaunchRequest(uri: "media:\(id)")), timeout: 0))
+        }
+        #expect(link.receivingPaused == nil)
+        link.receive(.launchRequest(requestID: 1000, .success(LaunchRequest(uri: "media:last")), timeout: 0))
+        #expect(link.receivingPaused == true)
+        slow.succeed((.success, ""))
+        loop.run()
+        #expect(link.receivingPaused == false)
+        #expect(link.take().count == connection.serving.requestsInFlight)
     }
 
     @Test("an answer over the peer's announced limit goes as message_size_too_large")
