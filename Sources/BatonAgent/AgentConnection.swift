@@ -111,7 +111,7 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
 
         func channel(_ channelID: UInt64, of peer: PeerConnection, request message: ServiceMessage, responder: ServiceResponder) {
             if !message.isChecked, case .failure(let error) = message.values {
-                return responder.respond(ServiceReply(status: .failure, detail: "bad message: \(error)"))
+                return responder.respond(ServiceReply(status: error.isOverLimit ? .resourceLimitsExceeded : .failure, detail: "bad message: \(error)"))
             }
             if let player {
                 guard case .success(let values) = message.values else {

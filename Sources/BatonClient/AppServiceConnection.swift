@@ -96,7 +96,7 @@ public final class AppServiceConnection: ServiceChannelHandler, @unchecked Senda
                 }
             }
         case .failure(let error):
-            responder.respond(ServiceReply(status: .failure, detail: "bad message: \(error)"))
+            responder.respond(ServiceReply(status: error.isOverLimit ? .resourceLimitsExceeded : .failure, detail: "bad message: \(error)"))
         }
     }
 

@@ -1,4 +1,11 @@
 extension Value {
+    /// How deep arrays and dictionaries may nest: 30 levels. On the wire a dictionary level is
+    /// three protobuf messages (Dictionary, Entry, Value) and an array level two, so at this
+    /// depth every frame stays within the 100 levels of nesting that stock protobuf parsers
+    /// (upb, SwiftProtobuf, Go's, Java's) accept: whatever Baton sends or answers, any client
+    /// generated from the .proto can read.
+    public static let maxDepth = 30
+
     /// Checks what can arrive broken from the wire, throwing the first problem found.
     ///
     /// - Every array must be homogeneous: all elements of the same ``Kind`` (`int` and
@@ -7,12 +14,12 @@ extension Value {
     /// - A dictionary's keys must be unique: `message.name: duplicate key`.
     /// - No more than `maxDepth` arrays and dictionaries may be nested (a scalar root has
     ///   depth 0, `[1]` depth 1). The error names the first container that is too deep, e.g.
-    ///   `message.a.b: nested deeper than 64 levels`.
+    ///   `message.a.b: nested deeper than 30 levels`.
     ///
     /// Paths start at `path` and follow ``ValuePath``. When a value has several problems the
     /// one reported is the first in array order and key order (by Unicode scalars), so the
     /// same value always reports the same problem.
-    public func validate(path: String = "message", maxDepth: Int = 64) throws(ValueError) {
+    public func validate(path: String = "message", maxDepth: Int = Value.maxDepth) throws(ValueError) {
         var components: [ValuePath.Component] = []
         // Dictionary order is arbitrary: the fast pass takes it as it comes, and only a failing
         // value is walked again in key order, so the report is deterministic.

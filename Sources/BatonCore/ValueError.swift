@@ -13,4 +13,9 @@ public struct ValueError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// `"<path>: <reason>"`, the text shown to users.
     public var description: String { "\(path): \(reason)" }
+
+    /// Whether the value breaks a limit (nested past ``Value/maxDepth``) rather than a rule:
+    /// a request that carries one is answered `resource_limits_exceeded` (a launch,
+    /// `value_set_too_large`) rather than `failure`.
+    public var isOverLimit: Bool { reason.hasPrefix("nested deeper than") }
 }

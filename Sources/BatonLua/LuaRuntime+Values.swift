@@ -105,7 +105,7 @@ struct ValueReader {
 
     let lua: LuaState
     let metatables: LuaRuntime.Metatables
-    var nesting = TableNesting(maxDepth: 64)
+    var nesting = TableNesting(maxDepth: Value.maxDepth)
 
     init(lua: LuaState, metatables: LuaRuntime.Metatables) {
         self.lua = lua

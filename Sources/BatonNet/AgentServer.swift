@@ -7,11 +7,36 @@ import NIOPosix
 /// Listens for Baton clients. Every connection runs on the server's one event loop (the
 /// agent's), so requests reach the agent's Lua runtime without a thread hop.
 public final class AgentServer: @unchecked Sendable {
+    /// How many connections the server holds at once (``Protocol/baton.proto``, LIMITS): a
+    /// stranger meets these first. Past them a connection is closed as soon as it comes, before
+    /// any TLS work (a plaintext one hears Goodbye `busy` first); past the stranger limits, a
+    /// caller that proved to be of another account, or none, hears Goodbye `busy` after its
+    /// handshake.
+    public struct Admission: Sendable {
+        /// In all.
+        public var connections = 1024
+        /// From one IP address.
+        public var connectionsPerAddress = 64
+        /// From callers of other accounts, or none, in all and from one address.
+        public var anonymousConnections = 128
+        public var anonymousConnectionsPerAddress = 8
+        public init() {}
+    }
+
     /// The address actually bound (the port is chosen when asked for 0).
     public let localAddress: SocketAddress
     private let channel: any Channel
     let eventLoop: any EventLoop
     private var connections: [ObjectIdentifier: PeerConnection] = [:]
+    private let admission: Admission
+    /// Connections open by IP address (every connection, from its first moment), and those of
+    /// strangers.
+    private var byAddress: [String: Int] = [:]
+    private var anonymousByAddress: [String: Int] = [:]
+    private var anonymousCount = 0
+    private var openCount = 0
+    /// Callers refused and connections lost, logged at a bounded rate.
+    let refusals: RefusalLog
     /// The account's trust store, with TLS.
     private let trustStore: TrustStore?
     /// The revocation list's version when callers were last checked against it.
@@ -23,7 +48,9 @@ public final class AgentServer: @unchecked Sendable {
     /// connections it holds.
     static let revocationCheckInterval: TimeAmount = .seconds(1)
 
-    private init(channel: any Channel, eventLoop: any EventLoop, trustStore: TrustStore?) {
+    private init(channel: any Channel, eventLoop: any EventLoop, trustStore: TrustStore?, admission: Admission, refusals: RefusalLog) {
+        self.admission = admission
+        self.refusals = refusals
         self.channel = channel
         self.eventLoop = eventLoop
         self.localAddress = channel.localAddress!
@@ -48,19 +75,29 @@ public final class AgentServer: @unchecked Sendable {
     /// and fails with ``AgentServerError/insecureNeedsLoopback`` for any other.
     public static func bind(
         host: String, port: Int, on eventLoop: any EventLoop, security: ConnectionSecurity, limits: FrameLimits = FrameLimits(),
-        timing: PeerConnection.Timing = PeerConnection.Timing(), logger: Logger,
+        timing: PeerConnection.Timing = PeerConnection.Timing(), admission: Admission = Admission(), logger: Logger,
         makeDelegate: @escaping @Sendable (PeerConnection) -> any PeerConnectionDelegate
     ) -> EventLoopFuture<AgentServer> {
         if case .insecure = security, !ConnectionSecurity.isLoopback(host) {
             return eventLoop.makeFailedFuture(AgentServerError.insecureNeedsLoopback(host))
         }
         let registry = NIOLoopBound(ServerRegistry(), eventLoop: eventLoop)
+        let refusals = RefusalLog(logger: logger, eventLoop: eventLoop)
         return ServerBootstrap(group: eventLoop)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    let server = registry.value.server
+                    if let server, let refusal = server.arrived(channel) {
+                        refusals.note(.busy, "refused a caller", peer: "\(channel.remoteAddress.map { "\($0)" } ?? "?")", detail: refusal)
+                        // Closed as soon as it is up (it is not yet), before any TLS work: a
+                        // plaintext caller hears why first.
+                        let plaintext = if case .insecure = security { true } else { false }
+                        try channel.pipeline.syncOperations.addHandler(TurnAway(detail: plaintext ? refusal : nil))
+                        return
+                    }
                     let connection = try TCPLink.install(
                         on: channel, role: .server, security: security, expectation: PeerExpectation(), limits: limits,
                         busyPoll: timing.busyPoll
@@ -70,17 +107,64 @@ public final class AgentServer: @unchecked Sendable {
                         connection.delegate = makeDelegate(connection)
                         return connection
                     }
-                    let server = registry.value.server
                     server?.track(connection)
+                    connection.refusalLog = refusals
+                    connection.admission = { [weak server] identity in server?.admit(identity, on: channel) }
                     connection.revocationListAdopted = { server?.dropRevokedCallers() }
                 }
             }
             .bind(host: host, port: port)
             .map { channel in
-                let server = AgentServer(channel: channel, eventLoop: eventLoop, trustStore: security.trustStore)
+                let server = AgentServer(
+                    channel: channel, eventLoop: eventLoop, trustStore: security.trustStore, admission: admission, refusals: refusals)
                 registry.value.server = server
                 return server
             }
+    }
+
+    /// A connection arrived: counted against its address and the total, or refused (why).
+    /// Counted until it closes.
+    private func arrived(_ channel: any Channel) -> String? {
+        let address = Self.address(of: channel)
+        if openCount >= admission.connections {
+            return "the agent has \(openCount) connections open, as many as it takes"
+        }
+        if byAddress[address, default: 0] >= admission.connectionsPerAddress {
+            return "\(admission.connectionsPerAddress) connections are open from \(address), as many as the agent takes from one address"
+        }
+        openCount += 1
+        byAddress[address, default: 0] += 1
+        channel.closeFuture.whenComplete { [self] _ in
+            openCount -= 1
+            byAddress[address, default: 1] -= 1
+            if byAddress[address] == 0 { byAddress[address] = nil }
+        }
+        return nil
+    }
+
+    /// A caller proved who it is: a stranger counts against the strangers' limits (until its
+    /// connection closes), or is refused (why).
+    private func admit(_ identity: PeerIdentity, on channel: any Channel) -> String? {
+        guard identity.authorization == .anonymous else { return nil }
+        let address = Self.address(of: channel)
+        if anonymousCount >= admission.anonymousConnections {
+            return "the agent has \(anonymousCount) connections of other accounts open, as many as it takes"
+        }
+        if anonymousByAddress[address, default: 0] >= admission.anonymousConnectionsPerAddress {
+            return "\(admission.anonymousConnectionsPerAddress) connections of other accounts are open from \(address), as many as the agent takes"
+        }
+        anonymousCount += 1
+        anonymousByAddress[address, default: 0] += 1
+        channel.closeFuture.whenComplete { [self] _ in
+            anonymousCount -= 1
+            anonymousByAddress[address, default: 1] -= 1
+            if anonymousByAddress[address] == 0 { anonymousByAddress[address] = nil }
+        }
+        return nil
+    }
+
+    private static func address(of channel: any Channel) -> String {
+        channel.remoteAddress?.ipAddress ?? "?"
     }
 
     private func track(_ connection: PeerConnection) {
@@ -123,6 +207,7 @@ public final class AgentServer: @unchecked Sendable {
         eventLoop.flatSubmit { [self] in
             revocationCheck?.cancel()
             revocationCheck = nil
+            refusals.close()
             let listening = channel.close().recover { _ in }
             let closing = connections.values.map { $0.drainAndClose(.shutdown, "the agent is shutting down", grace: grace) }
             return EventLoopFuture.andAllComplete([listening] + closing, on: eventLoop)
@@ -141,6 +226,28 @@ public enum AgentServerError: Error, Sendable, CustomStringConvertible {
             "--insecure (plaintext) listens on loopback addresses only (127.0.0.1, ::1), not \(host)"
         }
     }
+}
+
+/// Closes a connection refused as it came, once it is up: after Goodbye `busy` when `detail`
+/// is given (plaintext), else at once (TLS: nothing can be said before a handshake).
+private final class TurnAway: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+    let detail: String?
+
+    init(detail: String?) { self.detail = detail }
+
+    func channelActive(context: ChannelHandlerContext) {
+        if let detail {
+            var buffer = context.channel.allocator.buffer(capacity: 128)
+            if (try? FrameEncoder.encode(.goodbye(.busy, detail: detail), into: &buffer, maxFrameSize: FrameLimits.hardLimit)) != nil {
+                context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+            }
+        }
+        context.close(promise: nil)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
 }
 
 /// Holds the server for the child initializer, which runs before `bind` returns it.

@@ -19,7 +19,7 @@ extension PeerConnection {
         case .describeRequest:
             answer(delegate.connectionDescribe(self, context: context), to: frame) { .describeResponse(requestID: id, .success($0)) }
         case .launchRequest(_, .failure(let error), _):
-            answer(.launchResponse(requestID: id, status: .unknown, detail: "bad launch data: \(error)"))
+            answer(.launchResponse(requestID: id, status: error.isOverLimit ? .valueSetTooLarge : .unknown, detail: "bad launch data: \(error)"))
         case .launchRequest(_, .success(let request), _):
             answer(delegate.connection(self, launch: request, context: context), to: frame) {
                 .launchResponse(requestID: id, status: $0.0, detail: $0.1)

@@ -70,6 +70,11 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
     let trustStore: TrustStore?
     /// Called after this connection adopted a newer revocation list from its peer.
     var revocationListAdopted: (() -> Void)?
+    /// The server's log of callers refused and connections lost; nil on a client.
+    var refusalLog: RefusalLog?
+    /// On a server: whether to let in a peer who proved to be this, or why not (a Goodbye
+    /// `busy` says so).
+    var admission: ((PeerIdentity) -> String?)?
 
     /// The timings it was made with.
     public let timing: Timing
@@ -120,6 +125,8 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
         session = SessionStateMachine(role: role == .client ? .client : .server, limits: limits, timing: timing.session, now: receivedAt)
         closed = eventLoop.makePromise()
         if role == .client { handshake = eventLoop.makePromise() }
+        // A caller has until the hello timeout to finish its TLS handshake and say Hello.
+        if role == .server { armTimer() }
     }
 
     /// Completes when the handshake is done (client end), or fails if the connection ends first.
@@ -141,6 +148,12 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
     public func linkEstablished(_ link: any Link, peer: PeerIdentity) {
         eventLoop.assertInEventLoop()
         peerIdentity = peer
+        if role == .server, let refusal = admission?(peer) {
+            _ = session.linkEstablished(hello: nil, now: eventLoop.now)
+            trouble(.busy, "refused a caller", refusal)
+            perform(session.goodbye(.busy, refusal))
+            return
+        }
         var hello = self.hello
         // Hello carries the revocation list only to an agent of this account.
         if role == .client, peer.authorization == .sameAccount, let list = trustStore?.revocationListText {
@@ -169,19 +182,31 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
                 logger.debug("closing connection", metadata: ["peer": "\(remoteDescription)", "reason": "\(reason)"])
                 _ = session.linkClosed(reason)
             } else {
-                logger.warning("closing connection", metadata: ["peer": "\(remoteDescription)", "reason": "\(reason)"])
+                trouble(.broken, "closing connection", reason)
                 perform(session.goodbye(.protocolError, reason))
             }
         case .refused(let error, let logLine):
             // The agent logs what it refused; a client's caller gets it as the status's detail.
-            logger.log(
-                level: role == .server ? .warning : .debug, role == .server ? "refused a caller" : "refused the connection",
-                metadata: ["peer": "\(remoteDescription)", "reason": "\(logLine)"])
+            if role == .server {
+                trouble(.refused, "refused a caller", logLine)
+            } else {
+                logger.debug("refused the connection", metadata: ["peer": "\(remoteDescription)", "reason": "\(logLine)"])
+            }
             failure = error
             _ = session.linkClosed(error.description)
         case .failed(let error):
-            logger.warning("connection error", metadata: ["peer": "\(remoteDescription)", "error": "\(error)"])
+            trouble(.reset, "connection error", error)
             _ = session.linkClosed(error)
+        }
+    }
+
+    /// A connection's trouble, for the log: through the server's ``RefusalLog`` (a line for
+    /// the first of a spell, a summary for the rest), else a line of its own.
+    func trouble(_ kind: RefusalLog.Kind, _ message: Logger.Message, _ detail: String) {
+        if let refusalLog {
+            refusalLog.note(kind, message, peer: remoteDescription, detail: detail)
+        } else {
+            logger.warning(message, metadata: ["peer": "\(remoteDescription)", "reason": "\(detail)"])
         }
     }
 
@@ -360,7 +385,12 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
         timer = eventLoop.scheduleTask(deadline: deadline) { [self] in
             timer = nil
             timerDeadline = nil
-            perform(session.tick(now: eventLoop.now))
+            let before = session.phase
+            let ticked = session.tick(now: eventLoop.now)
+            if role == .server, case .close(_, let reason) = ticked, before == .connecting || before == .handshaking {
+                trouble(.timedOut, "closing connection", reason)
+            }
+            perform(ticked)
             armTimer()
         }
     }

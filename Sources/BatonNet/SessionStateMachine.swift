@@ -240,6 +240,11 @@ package struct SessionStateMachine: Sendable {
     /// silent too long, or a Ping after silence.
     package mutating func tick(now: NIODeadline) -> Received {
         switch phase {
+        case .connecting where role == .server:
+            // The link never came up (a TLS handshake that never finished): nothing can be
+            // said over it, only closed.
+            guard now - linkUpAt >= timing.helloTimeout else { return .nothing }
+            return close("no TLS handshake within \(timing.helloTimeout.seconds) s", goodbye: nil)
         case .connecting, .closed:
             return .nothing
         case .handshaking where role == .server:
@@ -267,10 +272,10 @@ package struct SessionStateMachine: Sendable {
     /// When ``tick(now:)`` next has something to do, if nothing arrives before.
     package var nextDeadline: NIODeadline? {
         switch phase {
+        case .connecting where role == .server, .handshaking where role == .server:
+            return linkUpAt + timing.helloTimeout
         case .connecting, .closed:
             return nil
-        case .handshaking where role == .server:
-            return linkUpAt + timing.helloTimeout
         default:
             return min(pingDue, lastReceived + timing.deadAfter)
         }

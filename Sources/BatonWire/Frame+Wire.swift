@@ -228,6 +228,7 @@ extension GoodbyeReason {
         case .frameTooLarge: self = .frameTooLarge
         case .timeout: self = .timeout
         case .unsupportedVersion: self = .unsupportedVersion
+        case .busy: self = .busy
         case .unknown, .UNRECOGNIZED: self = .unknown
         }
     }
@@ -242,6 +243,7 @@ extension Baton_V1_Goodbye.Reason {
         case .frameTooLarge: self = .frameTooLarge
         case .timeout: self = .timeout
         case .unsupportedVersion: self = .unsupportedVersion
+        case .busy: self = .busy
         }
     }
 }

@@ -116,4 +116,7 @@ public enum GoodbyeReason: Sendable, Equatable, CaseIterable {
     case timeout
     /// The protocol versions do not match.
     case unsupportedVersion
+    /// The agent takes no more connections for now (from this address, from strangers, or in
+    /// all).
+    case busy
 }

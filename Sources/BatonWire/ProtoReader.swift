@@ -24,10 +24,12 @@ package struct ProtoReader {
     /// Messages nested around this one; capped so hostile nesting cannot exhaust the stack.
     @usableFromInline let depth: Int
 
-    /// Enough for Values nested past their own limit of 64, so those get `validate`'s error
-    /// naming the path: each Value level costs 2 (Array, Value) or 3 (Dictionary, Entry, Value).
+    /// The limit stock protobuf parsers keep (upb, SwiftProtobuf): a frame nested deeper is
+    /// malformed for them too. Values stop at their own limit first (``Value/maxDepth``, each
+    /// level 2 or 3 of these), so a message nested too deep gets a status naming the path, not
+    /// this.
     @usableFromInline
-    package static let maxDepth = 256
+    package static let maxDepth = 100
 
     @inlinable
     package init(_ bytes: UnsafeRawBufferPointer, depth: Int = 0) {

@@ -55,7 +55,7 @@ extension Value {
     /// - Throws: ``ValueError`` naming the place below `path`: `value has no kind`,
     ///   `uuid must be 16 bytes, got 15`, or what ``Value/validate(path:maxDepth:)`` finds
     ///   (mixed arrays, repeated keys, nesting deeper than `maxDepth`).
-    public init(wire: Baton_V1_Value, path: String = "message", maxDepth: Int = 64) throws(ValueError) {
+    public init(wire: Baton_V1_Value, path: String = "message", maxDepth: Int = Value.maxDepth) throws(ValueError) {
         var writer = ProtoWriter()
         wire.encode(to: &writer)
         var builder = ValueBuilder()
@@ -70,7 +70,7 @@ extension Value {
 extension ValueDictionary {
     /// The dictionary `wire` carries, refusing what breaks the Value rules; see
     /// ``Value/init(wire:path:maxDepth:)``. `path` names the dictionary itself.
-    public init(wire: Baton_V1_Dictionary, path: String = "message", maxDepth: Int = 64) throws(ValueError) {
+    public init(wire: Baton_V1_Dictionary, path: String = "message", maxDepth: Int = Value.maxDepth) throws(ValueError) {
         var writer = ProtoWriter()
         wire.encode(to: &writer)
         var builder = ValueBuilder()

@@ -75,7 +75,7 @@ struct Walker {
     /// `units`: the Dictionary message's nesting, as protobuf parsers count it.
     @inlinable
     mutating func dictionary<S: ValueSink>(_ bytes: UnsafeRawBufferPointer, depth: Int, units: Int, into sink: inout S) throws(Stop) {
-        if strict, depth >= ValueReader.maxDepth { throw .broken }
+        if depth >= ValueReader.maxDepth { throw Self.tooDeep(strict) }
         try nest(units)
         let count = S.needsCounts ? try proto { () throws(ProtoReader.Malformed) in try Self.count(bytes) } : 0
         guard var members = sink.beginDictionary(count: count) else { throw .gaveUp }
@@ -190,7 +190,7 @@ struct Walker {
 
     @inlinable
     mutating func array<S: ValueSink>(_ bytes: UnsafeRawBufferPointer, depth: Int, units: Int, into sink: inout S) throws(Stop) {
-        if strict, depth >= ValueReader.maxDepth { throw .broken }
+        if depth >= ValueReader.maxDepth { throw Self.tooDeep(strict) }
         try nest(units)
         let count = S.needsCounts ? try proto { () throws(ProtoReader.Malformed) in try Self.count(bytes) } : 0
         guard var elements = sink.beginArray(count: count) else { throw .gaveUp }
@@ -218,6 +218,13 @@ struct Walker {
             sink.endElement(index, of: &elements)
         }
         sink.endArray(elements)
+    }
+
+    /// A container past ``ValueReader/maxDepth``: a broken rule for the strict walk; for the
+    /// lenient one, the error itself (it goes no deeper, however deep the bytes go).
+    @inlinable
+    static func tooDeep(_ strict: Bool) -> Stop {
+        strict ? .broken : .invalid(reason: "nested deeper than \(ValueReader.maxDepth) levels", steps: [])
     }
 
     /// Fails as protobuf parsers do for messages nested past their limit.

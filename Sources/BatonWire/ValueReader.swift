@@ -12,7 +12,7 @@ import BatonCore
 package enum ValueReader {
     /// Value's nesting limit (``Value/validate(path:maxDepth:)`` applies the same).
     @usableFromInline
-    package static let maxDepth = 64
+    package static let maxDepth = Value.maxDepth
 
     /// How much to check.
     @usableFromInline

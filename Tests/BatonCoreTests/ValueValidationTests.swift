@@ -8,7 +8,7 @@ import Foundation
 #endif
 
 /// The text a user sees when `value` fails validation, or nil when it passes.
-private func validationError(_ value: Value, path: String = "message", maxDepth: Int = 64) -> String? {
+private func validationError(_ value: Value, path: String = "message", maxDepth: Int = Value.maxDepth) -> String? {
     do {
         try value.validate(path: path, maxDepth: maxDepth)
         return nil
@@ -128,15 +128,15 @@ struct ValueValidationTests {
     }
 
     @Test func depthLimit() {
-        #expect(validationError(nestedArrays(64)) == nil)
+        #expect(validationError(nestedArrays(30)) == nil)
         #expect(
-            validationError(nestedArrays(65))
-                == "message" + String(repeating: "[1]", count: 64) + ": nested deeper than 64 levels")
+            validationError(nestedArrays(31))
+                == "message" + String(repeating: "[1]", count: 30) + ": nested deeper than 30 levels")
         var dictionaries: Value = "leaf"
-        for _ in 0..<65 { dictionaries = ["a": dictionaries] }
+        for _ in 0..<31 { dictionaries = ["a": dictionaries] }
         #expect(
             validationError(dictionaries)
-                == "message" + String(repeating: ".a", count: 64) + ": nested deeper than 64 levels")
+                == "message" + String(repeating: ".a", count: 30) + ": nested deeper than 30 levels")
         #expect(validationError(["a": ["b": ["c": ["d": 1]]]], maxDepth: 3) == "message.a.b.c: nested deeper than 3 levels")
         #expect(validationError(["a": ["b": ["c": 1]]], maxDepth: 3) == nil)
         #expect(validationError(["a": [["c": 1]]], maxDepth: 2) == "message.a[1]: nested deeper than 2 levels")

@@ -69,7 +69,7 @@ struct ValueConversionTests {
         ("{[1.5] = 1}", "message: key 1.5 (number) is not a string: dictionary keys must be strings"),
         ("{[0] = 1}", "message: key 0 is not a string: dictionary keys must be strings"),
         ("{[\"my key\"] = {true, 1}}", "message[\"my key\"][2]: expected boolean like [\"my key\"][1], got number"),
-        ("(function() local t = {} for i = 1, 70 do t = {t} end return t end)()", "nested deeper than 64 levels"),
+        ("(function() local t = {} for i = 1, 70 do t = {t} end return t end)()", "nested deeper than 30 levels"),
         ("nil", "message: cannot send nil"),
         ("{name = \"caf\\xe9\"}", "message.name: string is not valid UTF-8 (use baton.bytes for binary data)"),
     ])

@@ -209,7 +209,11 @@ struct SessionStateMachineTests {
         var timing = Machine.Timing()
         timing.helloTimeout = .seconds(2)
         var server = Machine(role: .server, timing: timing, now: Self.t0)
-        #expect(server.nextDeadline == nil, "no timer before the link is up")
+        // Before the link is up (a TLS handshake), the same limit: a handshake that never
+        // finishes is closed, with nothing said (nothing can be).
+        #expect(server.nextDeadline == Self.t0 + .seconds(2))
+        var silent = server
+        #expect(silent.tick(now: Self.t0 + .seconds(2)) == .close(goodbye: nil, reason: "no TLS handshake within 2 s"))
         _ = server.linkEstablished(hello: nil, now: Self.t0)
         #expect(server.nextDeadline == Self.t0 + .seconds(2))
         #expect(server.tick(now: Self.t0 + .seconds(1)) == .nothing)

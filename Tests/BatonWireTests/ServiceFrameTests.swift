@@ -97,7 +97,9 @@ struct ServiceFrameTests {
         case malformed
     }
 
-    /// SwiftProtobuf, nesting as deep as Baton's parser does (256 messages).
+    /// SwiftProtobuf, let nest deep enough to reach Value's own limit: a message nested past it
+    /// is read as a message that breaks the Value rules (its request then gets a status), not
+    /// as a malformed frame, on both paths.
     static let deep: BinaryDecodingOptions = {
         var options = BinaryDecodingOptions()
         options.messageDepthLimit = 256
@@ -197,13 +199,16 @@ struct ServiceFrameTests {
             ("a response with a mixed array", field(10, field(3, varint: 1) + field(4, entry("a", field(8, field(1, one) + field(1, int)))))),
             ("a response, fields out of order", field(10, field(5, "ok") + field(2, varint: 2))),
         ]
-        // 70 dictionaries deep: past Value's limit of 64.
+        // 70 and 31 dictionaries deep: past Value's limit of 30; 30 deep, at it.
         var deep = entry("leaf", int)
         for _ in 0..<69 { deep = entry("d", field(9, deep)) }
         cases.append(("nested 70 deep", request(deep)))
+        var over = entry("leaf", int)
+        for _ in 0..<30 { over = entry("d", field(9, over)) }
+        cases.append(("nested 31 deep", request(over)))
         var ok = entry("leaf", int)
-        for _ in 0..<60 { ok = entry("d", field(9, ok)) }
-        cases.append(("nested 61 deep", request(ok)))
+        for _ in 0..<29 { ok = entry("d", field(9, ok)) }
+        cases.append(("nested 30 deep", request(ok)))
         var wide: [UInt8] = []
         for i in 0..<20 { wide += entry("k\(i % 19)", one) }
         cases.append(("20 members, one key twice", request(wide)))

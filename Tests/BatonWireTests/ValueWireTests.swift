@@ -113,7 +113,7 @@ struct ValueWireTests {
             "blob": .bytes([0, 255]), "": ["deep": [["deeper": [true]]]],
         ]
         #expect(try roundTrip(value) == value)
-        #expect(try roundTrip(nestedArrays(64)) == nestedArrays(64))
+        #expect(try roundTrip(nestedArrays(30)) == nestedArrays(30))
     }
 
     @Test func dictionaryKeepsMemberOrder() throws {
@@ -213,16 +213,16 @@ struct ValueWireTests {
         #expect(refusal(wireDictionary(entries)) == "message.k17: duplicate key")
     }
 
-    @Test func nestingDeeperThan64IsRefused() {
-        let ok = Baton_V1_Value(nestedArrays(64))
+    @Test func nestingDeeperThan30IsRefused() {
+        let ok = Baton_V1_Value(nestedArrays(30))
         #expect(refusal(ok) == nil)
-        let deep = Baton_V1_Value(nestedArrays(65))
-        #expect(refusal(deep) == "message" + String(repeating: "[1]", count: 64) + ": nested deeper than 64 levels")
+        let deep = Baton_V1_Value(nestedArrays(31))
+        #expect(refusal(deep) == "message" + String(repeating: "[1]", count: 30) + ": nested deeper than 30 levels")
         var dictionary: ValueDictionary = ["leaf": 1]
-        for _ in 0..<64 { dictionary = ["d": .dictionary(dictionary)] }
+        for _ in 0..<30 { dictionary = ["d": .dictionary(dictionary)] }
         #expect(
             refusal(Baton_V1_Dictionary(dictionary))
-                == "message" + String(repeating: ".d", count: 64) + ": nested deeper than 64 levels")
+                == "message" + String(repeating: ".d", count: 30) + ": nested deeper than 30 levels")
     }
 
     @Test func customMaxDepthIsHonoured() {

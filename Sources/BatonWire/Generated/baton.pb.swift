@@ -1010,6 +1010,10 @@ public nonisolated struct Baton_V1_Goodbye: Sendable {
 
     /// The protocol versions do not match.
     case unsupportedVersion // = 5
+
+    /// The agent takes no more connections for now: as many are open from this address, from
+    /// callers of other accounts, or in all, as it allows (see LIMITS). Try again later.
+    case busy // = 6
     case UNRECOGNIZED(Int)
 
     public init() {
@@ -1024,6 +1028,7 @@ public nonisolated struct Baton_V1_Goodbye: Sendable {
       case 3: self = .frameTooLarge
       case 4: self = .timeout
       case 5: self = .unsupportedVersion
+      case 6: self = .busy
       default: self = .UNRECOGNIZED(rawValue)
       }
     }
@@ -1036,6 +1041,7 @@ public nonisolated struct Baton_V1_Goodbye: Sendable {
       case .frameTooLarge: return 3
       case .timeout: return 4
       case .unsupportedVersion: return 5
+      case .busy: return 6
       case .UNRECOGNIZED(let i): return i
       }
     }
@@ -1048,6 +1054,7 @@ public nonisolated struct Baton_V1_Goodbye: Sendable {
       .frameTooLarge,
       .timeout,
       .unsupportedVersion,
+      .busy,
     ]
 
   }
@@ -2321,7 +2328,7 @@ nonisolated extension Baton_V1_Goodbye: SwiftProtobuf.Message, SwiftProtobuf._Me
 }
 
 nonisolated extension Baton_V1_Goodbye.Reason: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REASON_UNKNOWN\0\u{1}REASON_SHUTDOWN\0\u{1}REASON_PROTOCOL_ERROR\0\u{1}REASON_FRAME_TOO_LARGE\0\u{1}REASON_TIMEOUT\0\u{1}REASON_UNSUPPORTED_VERSION\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REASON_UNKNOWN\0\u{1}REASON_SHUTDOWN\0\u{1}REASON_PROTOCOL_ERROR\0\u{1}REASON_FRAME_TOO_LARGE\0\u{1}REASON_TIMEOUT\0\u{1}REASON_UNSUPPORTED_VERSION\0\u{1}REASON_BUSY\0")
 }
 
 nonisolated extension Baton_V1_JoinRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
