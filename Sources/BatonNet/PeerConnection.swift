@@ -47,7 +47,7 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
         /// peer until half are answered (the peer's requests wait, nothing is lost).
         public var requestsInFlight = 256
         /// Channels the peer may have open; an OpenServiceRequest past them is refused.
-        public var channels = 256
+        public var channels = 1024
         /// The same for a peer of another account, or none: a stranger gets less.
         public var anonymousRequestsInFlight = 32
         public var anonymousChannels = 16

@@ -2,9 +2,10 @@ import Logging
 import NIOCore
 
 /// Where an agent's connections tell of callers refused, connections reset and peers that broke
-/// the protocol: the first of a quiet spell is logged at once, in full; the rest are counted and
-/// logged as one summary line an interval, so that a stranger making thousands of connections
-/// a second cannot flood the log. Confined to the server's loop.
+/// the protocol: the first few of an interval are logged at once, in full; the rest are counted
+/// and logged as one summary line at its end, so that a stranger making thousands of connections
+/// a second cannot flood the log (at most ``fullLines`` + 1 lines an interval). Confined to the
+/// server's loop.
 final class RefusalLog: @unchecked Sendable {
     /// What happened to a connection.
     enum Kind: String, CaseIterable {
@@ -20,11 +21,15 @@ final class RefusalLog: @unchecked Sendable {
     private let interval: TimeAmount
     private var counts: [Kind: Int] = [:]
     private var last: (kind: Kind, peer: String, detail: String)?
-    private var lastLine: NIODeadline?
+    /// When the current interval began, and how many lines were logged in full in it.
+    private var intervalStart: NIODeadline?
+    private var logged = 0
     private var summary: Scheduled<Void>?
 
-    /// How often a summary may be logged: one line per interval at most, after the first.
+    /// The interval: at most ``fullLines`` lines in full, then one summary line.
     static let defaultInterval: TimeAmount = .seconds(10)
+    /// How many of an interval's events are logged in full.
+    static let fullLines = 5
 
     init(logger: Logger, eventLoop: any EventLoop, interval: TimeAmount = defaultInterval) {
         self.logger = logger
@@ -37,16 +42,19 @@ final class RefusalLog: @unchecked Sendable {
     func note(_ kind: Kind, _ message: Logger.Message, peer: String, detail: String) {
         eventLoop.assertInEventLoop()
         let now = eventLoop.now
-        if counts.isEmpty, lastLine.map({ now - $0 >= interval }) ?? true {
-            lastLine = now
+        if intervalStart.map({ now - $0 >= interval }) ?? true, counts.isEmpty {
+            intervalStart = now
+            logged = 0
+        }
+        if logged < Self.fullLines, counts.isEmpty {
+            logged += 1
             logger.warning(message, metadata: ["peer": "\(peer)", "reason": "\(detail)"])
             return
         }
         counts[kind, default: 0] += 1
         last = (kind, peer, detail)
         guard summary == nil else { return }
-        let due = (lastLine ?? now) + interval
-        summary = eventLoop.scheduleTask(deadline: due) { [self] in
+        summary = eventLoop.scheduleTask(deadline: (intervalStart ?? now) + interval) { [self] in
             summary = nil
             flush()
         }
@@ -64,7 +72,9 @@ final class RefusalLog: @unchecked Sendable {
         logger.warning("and since: \(parts.joined(separator: ", "))", metadata: metadata)
         counts = [:]
         last = nil
-        lastLine = eventLoop.now
+        // A new interval: its first few in full again.
+        intervalStart = eventLoop.now
+        logged = 0
     }
 
     /// Stops the summary to come, logging what it would have said.

@@ -210,6 +210,12 @@ public final class TCPLink: ChannelDuplexHandler, Link, @unchecked Sendable {
 
     private func fail(_ error: any Error) {
         guard !failed else { return }
+        // A peer that went away after the handshake without TLS's close_notify (many do) has
+        // simply gone: the close tells the session, and nothing is logged as trouble.
+        if established, case .uncleanShutdown? = error as? NIOSSLError {
+            close()
+            return
+        }
         failed = true
         if let wire = error as? WireError, case .protocolError(let reason) = wire {
             session?.link(self, failed: .protocolError(reason))

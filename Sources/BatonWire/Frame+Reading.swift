@@ -15,11 +15,54 @@ extension Frame {
                 self = frame
                 return
             }
+            if let frame = try Self.launchFrame(payload) {
+                self = frame
+                return
+            }
             wire = try Baton_V1_Frame(wireBytes: payload)
         } catch {
             throw .protocolError("malformed frame of \(payload.count) bytes: \(error)")
         }
         self = try Frame(wire: wire)
+    }
+
+    /// A LaunchRequest frame read the short way, its data through ``ValueReader`` as a service
+    /// message's is: data nested past ``Value/maxDepth``, however deep, is a broken request (it
+    /// gets a status), not a malformed frame. Nil for any other frame, or a data field seen twice
+    /// (which proto3 merges: read the general way).
+    private static func launchFrame(_ payload: UnsafeRawBufferPointer) throws(ProtoReader.Malformed) -> Frame? {
+        var outer = ProtoReader(payload)
+        guard let f = try outer.nextField(), f.number == 5, f.wireType == 2 else { return nil }
+        let body = try outer.lengthDelimited()
+        guard outer.isAtEnd else { return nil }
+        var r = ProtoReader(body, depth: 1)
+        var requestID: UInt64 = 0, timeout: UInt32 = 0
+        var uri = "", appID = "", fallback = ""
+        var preferred: [String] = []
+        var data: UnsafeRawBufferPointer? = nil
+        // LaunchRequest {1 request_id, 2 uri, 3 app_id, 4 fallback_uri, 5 preferred_app_ids,
+        // 6 data, 7 timeout_ms}.
+        while let g = try r.nextField() {
+            switch (g.number, g.wireType) {
+            case (1, 0): requestID = try r.varint()
+            case (2, 2): uri = try r.string(g)
+            case (3, 2): appID = try r.string(g)
+            case (4, 2): fallback = try r.string(g)
+            case (5, 2): preferred.append(try r.string(g))
+            case (6, 2):
+                guard data == nil else { return nil }
+                data = try r.lengthDelimited()
+            case (7, 0): timeout = try r.uint32(g)
+            default: try r.skip(g.wireType)
+            }
+        }
+        let values = try ValueReader.values(ofDictionary: data ?? UnsafeRawBufferPointer(start: nil, count: 0), path: "data")
+        let request = values.map { data in
+            LaunchRequest(
+                uri: uri, appID: appID.isEmpty ? nil : appID, fallbackURI: fallback.isEmpty ? nil : fallback,
+                preferredAppIDs: preferred, data: data)
+        }
+        return .launchRequest(requestID: requestID, request, timeout: timeout)
     }
 
     /// A ServiceRequest or ServiceResponse frame read the short way; nil for any other frame,

@@ -12,7 +12,7 @@ import Glibc
 /// A caller that writes requests and never reads their answers: the agent stops reading from
 /// it once its unsent answers pass the channel's high-water mark, so the caller's writes stall
 /// and the agent's memory stays where it was; another caller is served all the while.
-@Suite("Backpressure", .timeLimit(.minutes(1)))
+@Suite("Backpressure", .timeLimit(.minutes(2)))
 struct BackpressureTests {
     /// The agent's resident memory, from /proc.
     static func residentBytes(_ pid: pid_t) -> Int {
@@ -67,7 +67,7 @@ struct BackpressureTests {
             // Warm: the agent's own buffers and Lua state as a served caller leaves them.
             _ = try await client.describe(agent.address).get()
             let before = Self.residentBytes(agent.pid)
-            async let flooding = onThread { try Self.flood(port: agent.address.port, limit: 8) }
+            async let flooding = onThread { try Self.flood(port: agent.address.port, limit: 30) }
             // Served while the flood goes on.
             try await Task.sleep(for: .milliseconds(500))
             let described = try await client.describe(agent.address).get()

@@ -181,7 +181,7 @@ struct PeerConnectionTests {
 
     @Test("past its channel limit an open is refused with a detail saying so; a stranger gets fewer channels")
     func channelLimit() {
-        for (identity, limit) in [(PeerIdentity(authorization: .sameAccount, deviceID: nil, account: nil), 256),
+        for (identity, limit) in [(PeerIdentity(authorization: .sameAccount, deviceID: nil, account: nil), 1024),
                                   (PeerIdentity(authorization: .anonymous, deviceID: nil, account: nil), 16)] {
             let link = FakeLink(eventLoop: loop)
             let connection = PeerConnection(role: .server, link: link, delegate: ValueAgent(loop: loop), logger: Logger(label: "test"))

@@ -49,7 +49,7 @@ struct ProtocolRulesTests {
         ("a UUID of 15 bytes", .with { $0.entries = [entry("id", .with { $0.uuidValue = Data(repeating: 7, count: 15) })] }),
         ("a Value with no kind", .with { $0.entries = [entry("nothing", Baton_V1_Value())] }),
         ("an entry with no value", .with { $0.entries = [.with { $0.key = "bare" }] }),
-        ("nesting past 64 levels", tooDeep),
+        ("nesting past 30 levels (70 deep)", tooDeep),
     ]
 
     @Test("a broken service message is refused with a status; the connection lives on")
