@@ -90,6 +90,34 @@
 //   with the matching status; the connection lives on. The order of a Dictionary's members
 //   carries no meaning: a receiver may reorder them (a Lua service echoes a message from a
 //   table, which has no order), so compare dictionaries as maps.
+//   Arrays and dictionaries nest at most 30 levels (a dictionary level is three protobuf
+//   messages on the wire, Dictionary, Entry and Value; an array level two), so that every
+//   frame stays within the 100 levels of nesting stock protobuf parsers accept. A request whose
+//   message nests deeper, however deep, is answered RESPONSE_STATUS_RESOURCE_LIMITS_EXCEEDED
+//   (a launch, LAUNCH_STATUS_VALUE_SET_TOO_LARGE) with a `detail` naming the path
+//   ("bad message: message.d.d...: nested deeper than 30 levels"); the connection lives on. A
+//   frame nested past 100 protobuf levels anywhere else is malformed.
+//
+// LIMITS
+//   What one connection may ask of an agent at once, and what a caller meets past it. The
+//   numbers are Baton's; a client must not count on more.
+//   - Connections: an agent holds 1,024 in all and 64 from one IP address; of callers of other
+//     accounts or none ("anonymous"), 128 in all and 8 from one address. Past the first two a
+//     connection is closed as soon as it is accepted, before any TLS (a plaintext one is sent
+//     Goodbye REASON_BUSY first); past the anonymous ones, after the TLS handshake, with
+//     Goodbye REASON_BUSY. Try again later.
+//   - Handshake: the TLS handshake must finish, and Hello come, each within 10 s; a caller that
+//     does neither is closed (after the TLS handshake, with Goodbye REASON_TIMEOUT).
+//   - Requests in flight: an agent serves at most 256 of one connection's requests at once (32
+//     for an anonymous caller). Past that it stops reading from the connection until half of
+//     them are answered: later requests wait in the socket, none is lost or refused.
+//   - Unsent answers: when what an agent has written to a connection and the caller has not
+//     read passes 64 KiB, the agent stops reading that connection's requests until the caller
+//     reads (so a caller that never reads costs the agent a bounded amount). Clients should
+//     read while they write; Baton's own client does the same towards an agent.
+//   - Channels: at most 1,024 open on one connection (16 for an anonymous caller); an
+//     OpenServiceRequest past that is answered OPEN_STATUS_UNKNOWN with a `detail` saying so.
+//   - Frames: see TRANSPORT AND FRAMING (1 MiB unless Hello/HelloAck say otherwise).
 //
 // PLAYBACK: THE baton.playback SERVICE
 //   Every app backed by a player (mpv, MPD, or a provider written in Lua) answers the
