@@ -133,7 +133,8 @@ let emptyScript = args.count > 2 ? args[2] : "/dev/null"
 // For profiling runs only: BATON_BENCH_ONLY=requests measures the request/response figures
 // alone (no in-process figures, no launch or memory rows); =tls, those and TLS's; =pipelined,
 // only pipelined requests, for long enough to profile; =handoff, the handoff figures; =batch,
-// the batch figures (BATON_BENCH_BATCH_ITEMS sets their item count, 1000 by default). The
+// the batch figures (BATON_BENCH_BATCH_ITEMS sets their item count, 1000 by default);
+// =exhaustion, the agent's memory under connection churn and a caller that never reads. The
 // default runs everything.
 switch ProcessInfo.processInfo.environment["BATON_BENCH_ONLY"] {
 case "requests"?:
@@ -147,6 +148,9 @@ case "handoff"?:
     exit(0)
 case "batch"?:
     do { try batchBench(baton: batonPath) } catch { print("batch benchmark failed: \(error)") }
+    exit(0)
+case "exhaustion"?:
+    do { try exhaustionBench(baton: batonPath) } catch { print("exhaustion benchmark failed: \(error)") }
     exit(0)
 case "tls"?:
     do { try networkBench(baton: batonPath, requestsOnly: true, tls: true) } catch { print("network benchmark failed: \(error)") }
@@ -190,4 +194,9 @@ do {
     try batchBench(baton: batonPath)
 } catch {
     print("batch benchmark failed: \(error)")
+}
+do {
+    try exhaustionBench(baton: batonPath)
+} catch {
+    print("exhaustion benchmark failed: \(error)")
 }
