@@ -29,12 +29,9 @@ public final class AgentServer: @unchecked Sendable {
     let eventLoop: any EventLoop
     private var connections: [ObjectIdentifier: PeerConnection] = [:]
     private let admission: Admission
-    /// Connections open by IP address (every connection, from its first moment), and those of
-    /// strangers.
-    private var byAddress: [String: Int] = [:]
-    private var anonymousByAddress: [String: Int] = [:]
-    private var anonymousCount = 0
-    private var openCount = 0
+    /// Connections open (every one, from its first moment), and those of strangers.
+    private var open = ConnectionCount()
+    private var anonymous = ConnectionCount()
     /// Callers refused and connections lost, logged at a bounded rate.
     let refusals: RefusalLog
     /// The account's trust store, with TLS.
@@ -126,19 +123,11 @@ public final class AgentServer: @unchecked Sendable {
     /// Counted until it closes.
     private func arrived(_ channel: any Channel) -> String? {
         let address = Self.address(of: channel)
-        if openCount >= admission.connections {
-            return "the agent has \(openCount) connections open, as many as it takes"
+        if let refusal = open.refusal(of: address, total: admission.connections, perAddress: admission.connectionsPerAddress, "") {
+            return refusal
         }
-        if byAddress[address, default: 0] >= admission.connectionsPerAddress {
-            return "\(admission.connectionsPerAddress) connections are open from \(address), as many as the agent takes from one address"
-        }
-        openCount += 1
-        byAddress[address, default: 0] += 1
-        channel.closeFuture.whenComplete { [self] _ in
-            openCount -= 1
-            byAddress[address, default: 1] -= 1
-            if byAddress[address] == 0 { byAddress[address] = nil }
-        }
+        open.add(address)
+        channel.closeFuture.whenComplete { [self] _ in open.remove(address) }
         return nil
     }
 
@@ -147,19 +136,13 @@ public final class AgentServer: @unchecked Sendable {
     private func admit(_ identity: PeerIdentity, on channel: any Channel) -> String? {
         guard identity.authorization == .anonymous else { return nil }
         let address = Self.address(of: channel)
-        if anonymousCount >= admission.anonymousConnections {
-            return "the agent has \(anonymousCount) connections of other accounts open, as many as it takes"
+        if let refusal = anonymous.refusal(
+            of: address, total: admission.anonymousConnections, perAddress: admission.anonymousConnectionsPerAddress,
+            " of other accounts") {
+            return refusal
         }
-        if anonymousByAddress[address, default: 0] >= admission.anonymousConnectionsPerAddress {
-            return "\(admission.anonymousConnectionsPerAddress) connections of other accounts are open from \(address), as many as the agent takes"
-        }
-        anonymousCount += 1
-        anonymousByAddress[address, default: 0] += 1
-        channel.closeFuture.whenComplete { [self] _ in
-            anonymousCount -= 1
-            anonymousByAddress[address, default: 1] -= 1
-            if anonymousByAddress[address] == 0 { anonymousByAddress[address] = nil }
-        }
+        anonymous.add(address)
+        channel.closeFuture.whenComplete { [self] _ in anonymous.remove(address) }
         return nil
     }
 
@@ -225,6 +208,33 @@ public enum AgentServerError: Error, Sendable, CustomStringConvertible {
         case .insecureNeedsLoopback(let host):
             "--insecure (plaintext) listens on loopback addresses only (127.0.0.1, ::1), not \(host)"
         }
+    }
+}
+
+/// Connections open, in all and by IP address.
+private struct ConnectionCount {
+    private(set) var total = 0
+    private var byAddress: [String: Int] = [:]
+
+    /// Why one more from `address` is one too many (`kind` names them: " of other accounts"),
+    /// or nil.
+    func refusal(of address: String, total limit: Int, perAddress: Int, _ kind: String) -> String? {
+        if total >= limit { return "the agent has \(total) connections\(kind) open, as many as it takes" }
+        if byAddress[address, default: 0] >= perAddress {
+            return "\(perAddress) connections\(kind) are open from \(address), as many as the agent takes from one address"
+        }
+        return nil
+    }
+
+    mutating func add(_ address: String) {
+        total += 1
+        byAddress[address, default: 0] += 1
+    }
+
+    mutating func remove(_ address: String) {
+        total -= 1
+        byAddress[address, default: 1] -= 1
+        if byAddress[address] == 0 { byAddress[address] = nil }
     }
 }
 

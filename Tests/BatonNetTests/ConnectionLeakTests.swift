@@ -57,7 +57,21 @@ struct ConnectionLeakTests {
 
     static let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
-    static func server(security: ConnectionSecurity, made: Made, helloTimeout: TimeAmount = .seconds(10)) throws -> AgentServer {
+    /// Room for every connection a test makes at once, however far the server lags behind in
+    /// seeing them close: these tests are about what stays behind, not about limits.
+    static let roomy: AgentServer.Admission = {
+        var admission = AgentServer.Admission()
+        admission.connectionsPerAddress = 100_000
+        admission.connections = 100_000
+        return admission
+    }()
+
+    /// An in-process server on a loopback port whose connections `made` keeps track of.
+    static func server(
+        security: ConnectionSecurity, made: Made, admission: AgentServer.Admission = roomy,
+        helloTimeout: TimeAmount = .seconds(10),
+        logger: Logger = Logger(label: "leak-test", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws -> AgentServer {
         let timing = {
             var timing = PeerConnection.Timing()
             timing.helloTimeout = helloTimeout
@@ -66,8 +80,7 @@ struct ConnectionLeakTests {
         let loop = group.next()
         return try loop.flatSubmit {
             AgentServer.bind(
-                host: "127.0.0.1", port: 0, on: loop, security: security, timing: timing,
-                logger: Logger(label: "leak-test", factory: { _ in SwiftLogNoOpLogHandler() })
+                host: "127.0.0.1", port: 0, on: loop, security: security, timing: timing, admission: admission, logger: logger
             ) { connection in
                 made.add(connection)
                 return Answerer()
