@@ -142,7 +142,7 @@ package struct LuaTableSource: MessageSource {
             lua.pop()
             guard let p = lua.toUserdata(at: -1) else { return false }
             if mt == runtime.metatables.date {
-                writer.value(.date(Date(timeIntervalSince1970: p.load(as: Double.self))))
+                writer.value(.date(Date(timeIntervalSinceReferenceDate: p.load(as: Double.self))))
             } else if mt == runtime.metatables.uuid {
                 writer.value(.uuid(LuaRuntime.uuid(at: p)))
             } else if mt == runtime.metatables.bytes {

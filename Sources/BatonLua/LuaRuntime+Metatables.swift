@@ -19,7 +19,7 @@ extension LuaRuntime.Metatables {
         let mt = lua.toPointer(at: -1)
         lua.pop()
         guard let p = lua.toUserdata(at: index) else { return nil }
-        if mt == date { return .date(Date(timeIntervalSince1970: p.load(as: Double.self))) }
+        if mt == date { return .date(Date(timeIntervalSinceReferenceDate: p.load(as: Double.self))) }
         if mt == uuid { return .uuid(LuaRuntime.uuid(at: p)) }
         if mt == bytes {
             LuaRuntime.pushBytesString(lua, at: index)

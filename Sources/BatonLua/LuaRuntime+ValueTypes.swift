@@ -35,10 +35,12 @@ extension LuaRuntime {
 
     // MARK: dates
 
-    /// Pushes a `baton.date` userdata.
+    /// Pushes a `baton.date` userdata. It holds the Date's own value (seconds since 2001), so
+    /// that a date goes into Lua and back exactly: seconds since 1970 in a Double lose a
+    /// microsecond past 2106.
     public func pushDate(_ date: Date, on lua: LuaState) {
         let p = baton_newuserdata(lua.pointer, 8, 0)!
-        p.storeBytes(of: date.timeIntervalSince1970, as: Double.self)
+        p.storeBytes(of: date.timeIntervalSinceReferenceDate, as: Double.self)
         lua.pushRef(metatables.dateRef)
         lua.setMetatable(-2)
     }
@@ -50,51 +52,53 @@ extension LuaRuntime {
         lua.pushValue(at: -1)
         metatables.dateRef = lua.ref()
         let mt = lua.top
-        func epoch(_ call: HostCall, _ i: Int32) throws -> Double {
+        /// The date argument `i`, as the Date's own seconds (since 2001).
+        func stored(_ call: HostCall, _ i: Int32) throws -> Double {
             guard let p = call.lua.testUserdata(at: i, named: ValueTypeName.date) else {
                 throw call.argumentError(i, "date expected, got \(call.lua.typeName(at: i))")
             }
             return p.load(as: Double.self)
         }
+        func date(_ call: HostCall, _ i: Int32) throws -> Date { Date(timeIntervalSinceReferenceDate: try stored(call, i)) }
         lua.newTable()
         register("epoch", in: -1, qualifier: "date") { call in
-            call.lua.push(try epoch(call, 1))
+            call.lua.push(try date(call, 1).timeIntervalSince1970)
             return .values(1)
         }
         register("iso", in: -1, qualifier: "date") { call in
-            call.lua.push(ISO8601.format(Date(timeIntervalSince1970: try epoch(call, 1))))
+            call.lua.push(ISO8601.format(try date(call, 1)))
             return .values(1)
         }
         lua.rawSet(mt, field: "__index")
         register("__tostring", in: mt, qualifier: "date") { call in
-            call.lua.push(ISO8601.format(Date(timeIntervalSince1970: try epoch(call, 1))))
+            call.lua.push(ISO8601.format(try date(call, 1)))
             return .values(1)
         }
         register("__eq", in: mt, qualifier: "date") { call in
-            call.lua.push(try epoch(call, 1) == epoch(call, 2))
+            call.lua.push(try stored(call, 1) == stored(call, 2))
             return .values(1)
         }
         register("__lt", in: mt, qualifier: "date") { call in
-            call.lua.push(try epoch(call, 1) < epoch(call, 2))
+            call.lua.push(try stored(call, 1) < stored(call, 2))
             return .values(1)
         }
         register("__le", in: mt, qualifier: "date") { call in
-            call.lua.push(try epoch(call, 1) <= epoch(call, 2))
+            call.lua.push(try stored(call, 1) <= stored(call, 2))
             return .values(1)
         }
         // date + seconds, seconds + date: a date; date - date: seconds; date - seconds: a date.
         register("__add", in: mt, qualifier: "date") { call in
             let (d, s): (Double, Double) = call.lua.type(at: 1) == .number
-                ? (try epoch(call, 2), try call.number(1)) : (try epoch(call, 1), try call.number(2))
-            call.runtime.pushDate(Date(timeIntervalSince1970: d + s), on: call.lua)
+                ? (try stored(call, 2), try call.number(1)) : (try stored(call, 1), try call.number(2))
+            call.runtime.pushDate(Date(timeIntervalSinceReferenceDate: d + s), on: call.lua)
             return .values(1)
         }
         register("__sub", in: mt, qualifier: "date") { call in
-            let d = try epoch(call, 1)
+            let d = try stored(call, 1)
             if call.lua.type(at: 2) == .number {
-                call.runtime.pushDate(Date(timeIntervalSince1970: d - (try call.number(2))), on: call.lua)
+                call.runtime.pushDate(Date(timeIntervalSinceReferenceDate: d - (try call.number(2))), on: call.lua)
             } else {
-                call.lua.push(d - (try epoch(call, 2)))
+                call.lua.push(d - (try stored(call, 2)))
             }
             return .values(1)
         }

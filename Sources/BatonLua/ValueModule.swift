@@ -53,7 +53,7 @@ public final class ValueModule: LuaModule {
                 guard let p = lua.testUserdata(at: 1, named: ValueTypeName.date) else {
                     throw call.argumentError(1, "nil, number, ISO 8601 string or date expected, got \(lua.typeName(at: 1))")
                 }
-                call.runtime.pushDate(Date(timeIntervalSince1970: p.load(as: Double.self)), on: lua)
+                call.runtime.pushDate(Date(timeIntervalSinceReferenceDate: p.load(as: Double.self)), on: lua)
             }
             return .values(1)
         }

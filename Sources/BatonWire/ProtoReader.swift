@@ -23,6 +23,8 @@ package struct ProtoReader {
     @usableFromInline let end: Int
     /// Messages nested around this one; capped so hostile nesting cannot exhaust the stack.
     @usableFromInline let depth: Int
+    /// The number of the field ``nextField()`` read last: a group's end must repeat it.
+    @usableFromInline var lastNumber = 0
 
     /// The limit stock protobuf parsers keep (upb, SwiftProtobuf): a frame nested deeper is
     /// malformed for them too. Values stop at their own limit first (``Value/maxDepth``, each
@@ -52,6 +54,7 @@ package struct ProtoReader {
         let key = try varint()
         let number = key >> 3
         guard number != 0, number <= 536_870_911 else { throw Malformed("field number \(number)") }
+        lastNumber = Int(number)
         return (Int(number), key & 7)
     }
 
@@ -102,8 +105,27 @@ package struct ProtoReader {
         case 5:
             guard end - index >= 4 else { throw Malformed("truncated fixed32") }
             index += 4
+        case 3: try skipGroup(lastNumber, nesting: 1)
+        case 4: throw Malformed("the end of group \(lastNumber), which did not start")
         default: throw Malformed("wire type \(wireType)")
         }
+    }
+
+    /// Skips a group (proto2's wire types 3 and 4, which proto3 parsers still skip as unknown
+    /// fields) up to its end, which must name the same field; groups inside it as well.
+    @usableFromInline
+    mutating func skipGroup(_ number: Int, nesting: Int) throws(Malformed) {
+        guard depth + nesting < Self.maxDepth else { throw Malformed("messages nested deeper than \(Self.maxDepth)") }
+        while let f = try nextField() {
+            switch f.wireType {
+            case 4:
+                guard f.number == number else { throw Malformed("group \(number) ended as group \(f.number)") }
+                return
+            case 3: try skipGroup(f.number, nesting: nesting + 1)
+            default: try skip(f.wireType)
+            }
+        }
+        throw Malformed("group \(number) has no end")
     }
 
     // MARK: typed reads; the caller has matched the field's wire type to the schema's

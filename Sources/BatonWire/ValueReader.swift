@@ -80,25 +80,20 @@ package enum ValueReader {
         case .read:
             return .success(builder.dictionary)
         case .invalid(let error):
-            return .failure(error)
+            return try refusal(error, of: bytes, units: units)
         case .gaveUp:
             preconditionFailure("a ValueBuilder never gives up")
         case .odd:
-            // The generated types' reading, written back in the common form, then read again.
-            var wire = Baton_V1_Dictionary()
-            var reader = ProtoReader(bytes, depth: units)
-            try wire.merge(from: &reader)
-            var writer = ProtoWriter()
-            wire.encode(to: &writer)
-            return try writer.withBytes { canonical throws(ProtoReader.Malformed) in
-                try values(ofDictionary: canonical, path: path, units: units)
-            }
+            return try canonical(bytes, path: path, units: units)
         case .broken:
             var lenient = ValueBuilder()
             switch try read(dictionary: bytes, into: &lenient, mode: .lenient, path: path, units: units) {
             case .invalid(let error):
-                return .failure(error)
-            case .read, .gaveUp, .broken, .odd:
+                return try refusal(error, of: bytes, units: units)
+            case .odd:
+                // A field proto3 merges, past the broken rule: the dictionary as merged.
+                return try canonical(bytes, path: path, units: units)
+            case .read, .gaveUp, .broken:
                 let dictionary = lenient.dictionary
                 do throws(ValueError) {
                     try Value.dictionary(dictionary).validate(path: path, maxDepth: maxDepth)
@@ -108,6 +103,35 @@ package enum ValueReader {
                 return .success(dictionary)
             }
         }
+    }
+
+    /// The generated types' reading of a dictionary with a field proto3 merges, written back in
+    /// the common form, then read again.
+    private static func canonical(
+        _ bytes: UnsafeRawBufferPointer, path: String, units: Int
+    ) throws(ProtoReader.Malformed) -> Result<ValueDictionary, ValueError> {
+        var wire = Baton_V1_Dictionary()
+        var reader = ProtoReader(bytes, depth: units)
+        try wire.merge(from: &reader)
+        var writer = ProtoWriter()
+        wire.encode(to: &writer)
+        return try writer.withBytes { canonical throws(ProtoReader.Malformed) in
+            try values(ofDictionary: canonical, path: path, units: units)
+        }
+    }
+
+    /// `error`, found before the read reached the end of `bytes`: unless what is left is not
+    /// protobuf at all (then the message is malformed, as protobuf's parsers find it). A message
+    /// nested past the limit is not read further: it is refused for that alone.
+    private static func refusal(
+        _ error: ValueError, of bytes: UnsafeRawBufferPointer, units: Int
+    ) throws(ProtoReader.Malformed) -> Result<ValueDictionary, ValueError> {
+        if !error.isOverLimit {
+            var wire = Baton_V1_Dictionary()
+            var reader = ProtoReader(bytes, depth: units)
+            try wire.merge(from: &reader)
+        }
+        return .failure(error)
     }
 
     /// How `walk` ended.

@@ -7,10 +7,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// Inputs `scripts/fuzz lua` found, kept so that what they showed stays fixed. The ones marked
-/// `withKnownIssue` show a fault that is not fixed yet: when it is, the known issue stops being
-/// recorded and the test says so; then drop `withKnownIssue` (and the harness's allowance for
-/// it in Fuzz/Sources/fuzz-lua).
+/// Inputs `scripts/fuzz lua` found, kept so that what they showed stays fixed.
 @Suite("Lua fuzzing regressions")
 struct LuaFuzzRegressionTests {
     /// A message's date 9394824371.311168 s after 1970 (in 2267), as the wire has it in
@@ -28,8 +25,6 @@ struct LuaFuzzRegressionTests {
             Issue.record("captured \(record.values)")
             return
         }
-        withKnownIssue("LuaRuntime.pushDate keeps timeIntervalSince1970, a Double too coarse past 2106") {
-            #expect(back == date)
-        }
+        #expect(back == date)
     }
 }

@@ -5,9 +5,7 @@ import SwiftProtobuf
 import Testing
 
 /// Inputs `scripts/fuzz frame` and `scripts/fuzz value` found, kept so that what they showed
-/// stays fixed. The ones marked `withKnownIssue` show a difference from SwiftProtobuf that is
-/// not fixed yet: when it is, the known issue stops being recorded and the test says so; then
-/// drop `withKnownIssue` (and the harness's allowance for it, Fuzz/Sources/FuzzSupport).
+/// stays fixed: each was a difference from SwiftProtobuf, mended since.
 @Suite("Wire fuzzing regressions")
 struct WireFuzzRegressionTests {
     /// `payload` (one serialized Frame) with its length prefix.
@@ -36,9 +34,7 @@ struct WireFuzzRegressionTests {
     func malformedAfterBrokenValue() throws {
         let payload = Self.serviceRequest([0x0A, 0x00, 0x0A, 0x01, 0x00])
         #expect(throws: (any Error).self) { try Baton_V1_Frame(serializedBytes: payload) }
-        withKnownIssue("ValueReader stops at the first broken value; malformed bytes after it go unnoticed") {
-            #expect(throws: WireError.self) { _ = try Self.read(payload) }
-        }
+        #expect(throws: WireError.self) { _ = try Self.read(payload) }
     }
 
     /// An entry whose array mixes kinds (a rule broken), then an entry with its key twice (a
@@ -60,9 +56,7 @@ struct WireFuzzRegressionTests {
             Issue.record("not read as the service request")
             return
         }
-        withKnownIssue("values(ofDictionary:) takes the lenient read's partial dictionary when it stops at a merged field") {
-            #expect(message.values == expected)
-        }
+        #expect(message.values == expected)
     }
 
     /// A group (wire types 3 and 4, `0b 0c`: start and end of field 1) where a DescribeRequest's
@@ -75,10 +69,8 @@ struct WireFuzzRegressionTests {
         let reference = try Baton_V1_Frame(serializedBytes: payload)
         #expect(reference.describeRequest.requestID == 0)
         let expected = try Frame(wire: reference)
-        withKnownIssue("ProtoReader.skip refuses wire types 3 and 4") {
-            let frame = try Self.read(payload)
-            #expect(frame == expected)
-        }
+        let frame = try Self.read(payload)
+        #expect(frame == expected)
     }
 
     /// The same in a service request's message: an unknown field 14 as an empty group
@@ -88,12 +80,10 @@ struct WireFuzzRegressionTests {
         let payload = Self.serviceRequest([0x73, 0x74])
         let reference = try Baton_V1_Frame(serializedBytes: payload)
         #expect(reference.serviceRequest.message.entries.isEmpty)
-        withKnownIssue("ProtoReader.skip refuses wire types 3 and 4") {
-            guard case .serviceRequest(1, 1, let message, 0)? = try Self.read(payload) else {
-                Issue.record("not read as the service request")
-                return
-            }
-            #expect(message.values == .success([:]))
+        guard case .serviceRequest(1, 1, let message, 0)? = try Self.read(payload) else {
+            Issue.record("not read as the service request")
+            return
         }
+        #expect(message.values == .success([:]))
     }
 }
