@@ -152,13 +152,15 @@ function baton.batch(items, fn, opts)
 
   -- Why the batch stops before its end: "halted", "timed_out" or "cancelled" (a signal).
   local stop, signal
-  local running = {} -- item tasks running now, and their entries
+  local running = {} -- the workers in an item now: their task → { entry =, worker = }
+  local cancel, expire -- end a worker in the middle of its item: for a stop, at the item timeout (below)
   local function cancel_running()
     local now_running = {}
-    for task, entry in pairs(running) do
-      if not entry.stopped then entry.stopped = true now_running[#now_running + 1] = task end
+    for _, r in pairs(running) do now_running[#now_running + 1] = r end
+    for _, r in ipairs(now_running) do
+      r.entry.stopped = true
+      cancel(r.worker, r.entry, false)
     end
-    for _, task in ipairs(now_running) do task:cancel() end
   end
   local function stop_batch(why, cancel)
     stop = stop or why
@@ -202,37 +204,17 @@ function baton.batch(items, fn, opts)
     return entry
   end
 
-  -- One attempt at an item. Returns the pause before the next attempt, or nil once the item
-  -- has its status.
-  local function attempt(entry)
-    local item, key = items[index_of[entry]], entry.key
-    entry.attempts = entry.attempts + 1
-    record({ kind = "start", key = key, attempt = entry.attempts, time = baton.date() })
-    local changed = false
-    local ctx = {
-      key = key, attempt = entry.attempts, batch = id, idempotency_key = id .. "/" .. key, log = baton.log,
-      changed = function() changed = true end,
-    }
-    -- The item's own errors are caught in its task (with their traceback), so they are the
-    -- batch's to count, not the run's.
-    local traceback
-    local task = baton.spawn(function()
-      host.trace_item(key, entry.attempts)
-      return xpcall(fn, function(e)
-        traceback = debug.traceback(nil, 2)
-        host.item_error(tostring(e), type(e) == "table" and e.class or "script", traceback)
-        return e
-      end, item, ctx)
-    end)
-    running[task] = entry
-    local timer = item_timeout and baton.after(item_timeout, function() task:cancel() end)
-    local finished, ok, err = pcall(task.wait, task)
-    running[task] = nil
-    if timer then timer:stop() end
+  -- What an attempt came to, for `entry`: nil once the item has its status, else the pause
+  -- before the next attempt. `ok`, `err`, `traceback`: what fn did; `timed_out`: it was
+  -- cancelled at the item timeout.
+  local contexts, changed = {}, {}
+  local function conclude(entry, ok, err, traceback, timed_out)
+    local ctx, item = contexts[entry], items[index_of[entry]]
     if type(ctx.device) == "string" then entry.device = ctx.device
     elseif type(item) == "table" and type(item.device) == "string" then entry.device = item.device end
-    if finished and ok then
-      entry.status, entry.changed, entry.error = changed and "changed" or "ok", changed, nil
+    if ok then
+      local did = changed[entry] == true
+      entry.status, entry.changed, entry.error = did and "changed" or "ok", did, nil
       return nil
     end
     if entry.stopped then
@@ -242,7 +224,7 @@ function baton.batch(items, fn, opts)
     end
     local class = type(err) == "table" and err.class or "script"
     local message = tostring(err)
-    if not finished then
+    if timed_out then
       class, message, traceback = "timeout", ("the item did not finish within %g s"):format(item_timeout), nil
     end
     entry.error = { class = class, message = message, retryable = retry_on[class] == true, traceback = traceback }
@@ -254,8 +236,37 @@ function baton.batch(items, fn, opts)
     entry.retried_after = entry.retried_after or {}
     entry.retried_after[#entry.retried_after + 1] = { class = class, message = message }
     local pause = math.min(backoff_max, backoff_min * 2 ^ (entry.attempts - 1)) * (0.5 + random() / 2)
-    host.retry(key, entry.attempts, class, pause)
+    host.retry(entry.key, entry.attempts, class, pause)
     return pause
+  end
+
+  -- One attempt at an item, run in the worker `worker` itself (no task of its own: an item
+  -- costs a call, not a task). A cancellation (the item timeout, a stop) ends the worker and is
+  -- concluded by whoever cancelled it. Returns what `conclude` returns.
+  local function attempt(entry, worker)
+    local item, key = items[index_of[entry]], entry.key
+    entry.attempts = entry.attempts + 1
+    record({ kind = "start", key = key, attempt = entry.attempts, time = baton.date() })
+    changed[entry] = nil
+    local ctx = {
+      key = key, attempt = entry.attempts, batch = id, idempotency_key = id .. "/" .. key, log = baton.log,
+      changed = function() changed[entry] = true end,
+    }
+    contexts[entry] = ctx
+    host.trace_item(key, entry.attempts)
+    running[worker.task] = { entry = entry, worker = worker }
+    local timer = item_timeout and baton.after(item_timeout, function() expire(worker, entry) end)
+    -- The item's own errors are caught here (with their traceback), so they are the batch's to
+    -- count, not the run's.
+    local traceback
+    local ok, err = xpcall(fn, function(e)
+      traceback = debug.traceback(nil, 2)
+      host.item_error(tostring(e), type(e) == "table" and e.class or "script", traceback)
+      return e
+    end, item, ctx)
+    if timer then timer:stop() end
+    running[worker.task] = nil
+    return conclude(entry, ok, err, traceback, false)
   end
 
   local function finish(entry)
@@ -316,39 +327,55 @@ function baton.batch(items, fn, opts)
     end
   end
   local spawn_worker
-  local function work()
+  -- After an attempt: a pause in a task of its own, then the item queued again; or its end.
+  local function then_(entry, pause)
+    if not pause then return finish(entry) end
+    pending[#pending + 1] = baton.spawn(function()
+      -- In steps, so that a stop does not wait out a long pause.
+      local resume_at = baton.now() + pause
+      while not stop and baton.now() < resume_at do baton.sleep(math.min(0.1, resume_at - baton.now())) end
+      if stop then
+        entry.status = "failed"
+        return finish(entry)
+      end
+      counts.retried = counts.retried + 1
+      ready[#ready + 1] = entry
+      if active < jobs then spawn_worker() end
+    end)
+  end
+  local function work(worker)
     while not stop do
       local entry = next_entry()
       if not entry then break end
-      local pause = attempt(entry)
-      if pause then
-        pending[#pending + 1] = baton.spawn(function()
-          -- In steps, so that a stop does not wait out a long pause.
-          local resume_at = baton.now() + pause
-          while not stop and baton.now() < resume_at do baton.sleep(math.min(0.1, resume_at - baton.now())) end
-          if stop then
-            entry.status = "failed"
-            return finish(entry)
-          end
-          counts.retried = counts.retried + 1
-          ready[#ready + 1] = entry
-          if active < jobs then spawn_worker() end
-        end)
-      else
-        finish(entry)
-      end
+      then_(entry, attempt(entry, worker))
     end
     active = active - 1
   end
   spawn_worker = function()
     active = active + 1
-    pending[#pending + 1] = baton.spawn(work)
+    local worker = {}
+    worker.task = baton.spawn(function() work(worker) end)
+    pending[#pending + 1] = worker.task
   end
+  -- A worker stuck in an item: the item is settled here (cancelled, or timed out), the worker
+  -- ends, and unless the batch stops another takes its place.
+  cancel = function(worker, entry, timed_out)
+    if not running[worker.task] or running[worker.task].entry ~= entry then return end
+    running[worker.task] = nil
+    active = active - 1
+    -- Settled in a task the batch waits for (its journal record waits on the disk), queued
+    -- before the worker goes, so that the batch's end comes after it.
+    pending[#pending + 1] = baton.spawn(function() then_(entry, conclude(entry, false, nil, nil, timed_out)) end)
+    worker.task:cancel()
+    if not stop and active < jobs and (#ready > 0 or next_index <= total) then spawn_worker() end
+  end
+  expire = function(worker, entry) cancel(worker, entry, true) end
   for _ = 1, math.min(jobs, total) do spawn_worker() end
-  -- Everything that can make more work is a task in `pending`, so this waits for them all.
+  -- Everything that can make more work is a task in `pending`, so this waits for them all; a
+  -- worker cancelled in the middle of an item raises, as it should.
   local waited = 1
   while waited <= #pending do
-    pending[waited]:wait()
+    pcall(pending[waited].wait, pending[waited])
     waited = waited + 1
   end
   finished = true

@@ -70,7 +70,6 @@ struct TraceTree {
     private var children: [Int64: [Int64]] = [:]
     private var spawn: [Int64: [String: JSON]] = [:]
     private var taskEnd: [Int64: String] = [:]
-    private var taskItem: [Int64: (String, Int64?)] = [:]
     private var callEnds: [Int64: [String: JSON]] = [:]
     private(set) var failed = false
 
@@ -93,7 +92,6 @@ struct TraceTree {
             default:
                 break
             }
-            if let task = r.int("task"), let item = r.string("item"), kind != "retry" { taskItem[task] = (item, r.int("attempt")) }
             if let task = r.int("task"), kind != "task.spawn", kind != "task.end", kind != "call.end" {
                 byTask[task, default: []].append(r)
             }
@@ -144,67 +142,111 @@ struct TraceTree {
         return !["success", "nil", "completed"].contains(end.string("status") ?? "")
     }
 
+    /// "item K attempt N" for a record that says which item it works for, else nil.
+    private static func itemLabel(_ r: [String: JSON]?) -> String? {
+        guard let r, let item = r.string("item") else { return nil }
+        return "item \(item)" + (r.int("attempt").map { " attempt \($0)" } ?? "")
+    }
+
+    private enum Entry {
+        case record([String: JSON])
+        case child(Int64)
+    }
+
     private func renderTask(_ task: Int64, indent: String, into out: inout String, failuresOnly: Bool) {
         let s = spawn[task] ?? [:]
-        var line = "\(indent)task \(task)"
-        if let name = s.string("name"), name != "task \(task)" { line += " \(name)" }
-        if let at = s.string("at") { line += " (at \(at))" }
-        if let (item, attempt) = taskItem[task] { line += "  item \(item)" + (attempt.map { " attempt \($0)" } ?? "") }
+        // This task's own records and its children, in the order they happened.
+        var entries: [(seq: Int64, entry: Entry)] = (byTask[task] ?? []).map { ($0.int("seq") ?? 0, .record($0)) }
+        entries += (children[task] ?? []).map { (spawn[$0]?.int("seq") ?? 0, .child($0)) }
+        entries.sort { $0.seq < $1.seq }
+        func label(_ entry: Entry) -> String? {
+            switch entry {
+            case .record(let r): Self.itemLabel(r)
+            case .child(let id): Self.itemLabel(spawn[id])
+            }
+        }
+        // A task that works for one item says so in its line; a batch's worker, which takes
+        // item after item, gets a line for each item it works on.
+        let labels = Set(entries.compactMap { label($0.entry) })
+        var heading = "\(indent)task \(task)"
+        if let name = s.string("name"), name != "task \(task)" { heading += " \(name)" }
+        if let at = s.string("at") { heading += " (at \(at))" }
+        if labels.count == 1, let only = labels.first { heading += "  \(only)" }
         let spawned = s.double("mono")
         let ended = records.last { $0.string("kind") == "task.end" && $0.int("task") == task }
-        if let spawned, let endMono = ended?.double("mono") { line += "  \(Self.duration(endMono - spawned))" }
+        if let spawned, let endMono = ended?.double("mono") { heading += "  \(Self.duration(endMono - spawned))" }
         switch taskEnd[task] {
-        case "error": line += "  ✗ failed"
-        case "cancelled": line += "  ✗ cancelled"
-        case nil: line += "  unfinished"
+        case "error": heading += "  ✗ failed"
+        case "cancelled": heading += "  ✗ cancelled"
+        case nil: heading += "  unfinished"
         default: break
         }
-        out += line + "\n"
-        let inner = indent + "  "
-        // This task's own records and its children, in the order they happened.
-        var entries: [(Int64, String?, Int64?)] = (byTask[task] ?? []).map { ($0.int("seq") ?? 0, nil, $0.int("seq")) }
-        entries += (children[task] ?? []).map { (spawn[$0]?.int("seq") ?? 0, "child", $0) }
-        for (_, what, id) in entries.sorted(by: { $0.0 < $1.0 }) {
-            guard let id else { continue }
-            if what == "child" {
-                if !failuresOnly || hasFailure(id) { renderTask(id, indent: inner, into: &out, failuresOnly: failuresOnly) }
-                continue
-            }
-            guard let r = (byTask[task] ?? []).first(where: { $0.int("seq") == id }) else { continue }
-            switch r.string("kind") {
-            case "call.start":
-                let end = callEnds[id]
-                if failuresOnly && !callFailed(end) { continue }
-                var text = "\(inner)\(r.string("call") ?? "call")"
-                if let device = r.string("device") { text += " \(device)" }
-                if let service = r.string("service") { text += " \(service)" }
-                if let end {
-                    text += "  \(end.string("status") ?? "?")  \(Self.duration(end.double("duration")))"
-                    if callFailed(end) { text += "  ✗" }
-                    if let error = end.string("error") { text += "  \(error)" }
-                } else {
-                    text += "  unfinished  ✗"
+        out += heading + "\n"
+
+        var current: String?
+        var header: String?
+        for (_, entry) in entries {
+            var inner = indent + "  "
+            if labels.count > 1, let here = label(entry) {
+                if here != current {
+                    current = here
+                    header = "\(inner)\(here)\n"
                 }
-                out += text + "\n"
-            case "error":
-                out += "\(inner)✗ error\(r.string("class").map { " (\($0))" } ?? ""): \(r.string("message") ?? "")\n"
-                if case .array(let frames)? = r["traceback"] {
-                    for case .object(let members) in frames {
-                        let f = Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
-                        let place = "\(f.string("file") ?? "?"):\(f.int("line") ?? 0)"
-                        let function = f.string("function").map { $0.contains(":") ? "" : " in \($0)" } ?? ""
-                        out += "\(inner)    at \(place)\(function)\n"
-                    }
-                }
-            case "retry" where !failuresOnly:
-                out += "\(inner)retry \(r.string("item") ?? "") after attempt \(r.int("attempt") ?? 0) (\(r.string("class") ?? "?")), pause \(Self.duration(r.double("pause")))\n"
-            case "log" where !failuresOnly:
-                out += "\(inner)log \(r.string("level") ?? ""): \(r.string("message") ?? "")\n"
-            case "event" where !failuresOnly:
-                out += "\(inner)event \(r.string("event") ?? "?") \(r.string("device") ?? "")\n"
-            default:
-                break
+                inner += "  "
             }
+            // An item's header goes out with the first line under it (in --failures, if any).
+            var text = ""
+            switch entry {
+            case .child(let id):
+                if !failuresOnly || hasFailure(id) { renderTask(id, indent: inner, into: &text, failuresOnly: failuresOnly) }
+            case .record(let r):
+                text = self.line(for: r, inner: inner, failuresOnly: failuresOnly)
+            }
+            guard !text.isEmpty else { continue }
+            if let pending = header {
+                out += pending
+                header = nil
+            }
+            out += text
+        }
+    }
+
+    /// The line (or lines) a record of a task makes; empty for one not shown.
+    private func line(for r: [String: JSON], inner: String, failuresOnly: Bool) -> String {
+        switch r.string("kind") {
+        case "call.start":
+            let end = r.int("seq").flatMap { callEnds[$0] }
+            if failuresOnly && !callFailed(end) { return "" }
+            var text = "\(inner)\(r.string("call") ?? "call")"
+            if let device = r.string("device") { text += " \(device)" }
+            if let service = r.string("service") { text += " \(service)" }
+            if let end {
+                text += "  \(end.string("status") ?? "?")  \(Self.duration(end.double("duration")))"
+                if callFailed(end) { text += "  ✗" }
+                if let error = end.string("error") { text += "  \(error)" }
+            } else {
+                text += "  unfinished  ✗"
+            }
+            return text + "\n"
+        case "error":
+            var text = "\(inner)✗ error\(r.string("class").map { " (\($0))" } ?? ""): \(r.string("message") ?? "")\n"
+            if case .array(let frames)? = r["traceback"] {
+                for case .object(let members) in frames {
+                    let f = Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
+                    let place = "\(f.string("file") ?? "?"):\(f.int("line") ?? 0)"
+                    let function = f.string("function").map { $0.contains(":") ? "" : " in \($0)" } ?? ""
+                    text += "\(inner)    at \(place)\(function)\n"
+                }
+            }
+            return text
+        case "retry" where !failuresOnly:
+            return "\(inner)retry \(r.string("item") ?? "") after attempt \(r.int("attempt") ?? 0) (\(r.string("class") ?? "?")), pause \(Self.duration(r.double("pause")))\n"
+        case "log" where !failuresOnly:
+            return "\(inner)log \(r.string("level") ?? ""): \(r.string("message") ?? "")\n"
+        case "event" where !failuresOnly:
+            return "\(inner)event \(r.string("event") ?? "?") \(r.string("device") ?? "")\n"
+        default:
+            return ""
         }
     }
 
