@@ -162,9 +162,9 @@ function baton.batch(items, fn, opts)
       cancel(r.worker, r.entry, false)
     end
   end
-  local function stop_batch(why, cancel)
+  local function stop_batch(why, at_once)
     stop = stop or why
-    if cancel then cancel_running() end
+    if at_once then cancel_running() end
   end
 
   -- Where each entry's item is and when it began, apart from what the report shows.
