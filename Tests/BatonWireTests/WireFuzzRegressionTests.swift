@@ -69,9 +69,7 @@ struct WireFuzzRegressionTests {
         ]
         let payload = Self.serviceRequest(fields)
         #expect(throws: (any Error).self) { try Baton_V1_Frame(serializedBytes: payload) }
-        withKnownIssue("values(ofDictionary:) takes the lenient read's partial dictionary when it stops at a merged field") {
-            #expect(throws: WireError.self) { _ = try Self.read(payload) }
-        }
+        #expect(throws: WireError.self) { _ = try Self.read(payload) }
     }
 
     /// A group (wire types 3 and 4, `0b 0c`: start and end of field 1) where a DescribeRequest's
