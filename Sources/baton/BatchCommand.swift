@@ -59,9 +59,9 @@ struct BatchCommand: ParsableCommand {
             trace show); each item's calls carry its key and attempt.
 
             Examples:
-              baton batch examples/batch-handoff.lua --input examples/handoffs.json --report r.json
-              baton batch move.lua --input sessions.json --jobs 8 --retries 3 --journal ~/batches/move
-              baton batch launch.lua --input tvs.csv --key name --tolerate 5% --halt soon,fail=20%
+              baton batch handoff.lua --input handoffs.json --report r.json
+              baton batch move.lua --input s.json --jobs 8 --retries 3 --journal j
+              baton batch launch.lua --input tvs.csv --key name --tolerate 5%
 
             Exit codes: 0 every item succeeded, or the failures are within --tolerate \
             (default 0); 4 more failed than that, or --halt stopped it; 3 --timeout; 130, \
