@@ -92,6 +92,9 @@ struct ConnectionLeakTests {
     struct Socket {
         let fd: Int32
 
+        /// A socket already connected (one `accept` gave).
+        init(fd: Int32) { self.fd = fd }
+
         init(port: Int) throws {
             fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_in()
