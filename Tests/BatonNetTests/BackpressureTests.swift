@@ -131,7 +131,8 @@ struct BackpressureTests {
         let directory = try TemporaryDirectory()
         let script = #"print(baton.launch("127.0.0.1:\#(port)", "media:x", { timeout = 60 }))"#
         let child = try ChildProcess(
-            try BatonBinary.get().path, ["run", "--insecure", "-e", script],
+            // A generous connect timeout: a loaded runner may be slow to get to the handshake.
+            try BatonBinary.get().path, ["run", "--insecure", "--connect-timeout", "30s", "-e", script],
             environment: ChildProcess.environment(["XDG_CONFIG_HOME": directory.file("xdg")]),
             stdout: directory.file("out"), stderr: directory.file("err"))
         defer { child.signal(SIGKILL) }
