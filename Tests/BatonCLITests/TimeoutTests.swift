@@ -48,7 +48,7 @@ struct TimeoutTests {
         let r = try await runScript("""
             print("before")
             xpcall(function() while true do end end, function(e) while true do end end)
-            """, flags: ["--timeout", "500ms"], limit: 8)
+            """, flags: ["--timeout", "500ms"], limit: 15)
         expectTimedOut(r, after: "500ms")
         #expect(r.stdout == "before\n")
     }

@@ -84,11 +84,12 @@ struct BackpressureTests {
     /// A listening socket on 127.0.0.1 that plays a hostile agent: it answers Hello, then
     /// writes Pings and never reads the Pongs, for at most `limit` seconds. Returns the bytes
     /// the client took and whether its reads stalled (the client stopped reading).
-    static func floodingAgent(listener fd: Int32, limit: Double) throws -> (sent: Int, stalled: Bool) {
+    /// The connection stays open (the caller closes `socket`), so that the script is still
+    /// there to be looked at.
+    static func floodingAgent(listener fd: Int32, limit: Double) throws -> (sent: Int, stalled: Bool, socket: ConnectionLeakTests.Socket) {
         let client = accept(fd, nil, nil)
         guard client >= 0 else { throw ConnectionLeakTests.LeakTestError("accept: \(String(cString: strerror(errno)))") }
         let socket = ConnectionLeakTests.Socket(fd: client)
-        defer { socket.end() }
         guard socket.receive() > 0 else { throw ConnectionLeakTests.LeakTestError("no Hello") }
         socket.send(ConnectionLeakTests.frame(.helloAck(HelloAck(device: DeviceInfo(id: "00000000-0000-0000-0000-0000000000aa", name: "hostile", kind: .tv)))))
         _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
@@ -105,13 +106,14 @@ struct BackpressureTests {
                 chunk.removeFirst(n)
                 lastProgress = Date()
             } else if errno == EAGAIN || errno == EWOULDBLOCK {
-                if Date().timeIntervalSince(lastProgress) > 1 { return (sent, true) }
+                if Date().timeIntervalSince(lastProgress) > 1 { return (sent, true, socket) }
                 usleep(5_000)
             } else {
+                socket.end()
                 throw ConnectionLeakTests.LeakTestError("send: \(String(cString: strerror(errno)))")
             }
         }
-        return (sent, false)
+        return (sent, false, socket)
     }
 
     @Test("a script whose agent floods it with Pings and never reads the Pongs: the script stops reading, and grows by a few MiB at most")
@@ -140,7 +142,8 @@ struct BackpressureTests {
         // Its memory once it has connected and the flood has begun.
         try await Task.sleep(for: .milliseconds(300))
         let before = Self.residentBytes(child.pid)
-        let (sent, stalled) = try await flooding
+        let (sent, stalled, socket) = try await flooding
+        defer { socket.end() }
         let after = Self.residentBytes(child.pid)
         #expect(child.isRunning, "the script ended: \(directory.read("err") ?? "")")
         #expect(stalled, "the script read \(sent) bytes of Pings and never stopped: no backpressure")
