@@ -99,4 +99,19 @@ struct WireFuzzRegressionTests {
         }
         #expect(message.values == .success([:]))
     }
+
+    /// A field key (tag) written in more than 5 bytes: `88 80 80 80 80 00` is field 1, wire
+    /// type 0, in 6. A key is a 32-bit varint: SwiftProtobuf refuses one longer than 5 bytes, as
+    /// upb does; ProtoReader.nextField reads keys as 64-bit varints and takes it. In a message
+    /// (here a service request's) or a frame of the general path (here a DescribeRequest).
+    @Test("a field key longer than 5 bytes makes the frame malformed, as SwiftProtobuf has it")
+    func longFieldKey() throws {
+        let key: [UInt8] = [0x88, 0x80, 0x80, 0x80, 0x80, 0x00, 0x0A]
+        for payload in [Self.serviceRequest(key), [0x1A, UInt8(key.count)] + key] {
+            #expect(throws: (any Error).self) { try Baton_V1_Frame(serializedBytes: payload) }
+            withKnownIssue("ProtoReader.nextField takes a key of up to 10 bytes") {
+                #expect(throws: WireError.self) { _ = try Self.read(payload) }
+            }
+        }
+    }
 }

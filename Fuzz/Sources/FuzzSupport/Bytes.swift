@@ -17,11 +17,3 @@ public func serviceRequestPayload(message: [UInt8]) -> [UInt8] {
     return [0x4A] + varint(body.count) + body
 }
 
-/// Whether `error` is Baton's protobuf reader refusing a group (wire types 3 and 4, proto2's
-/// groups), which SwiftProtobuf skips as an unknown field. A known difference
-/// (Tests/BatonWireTests/WireFuzzRegressionTests.swift); the harnesses let it pass, so that
-/// the fuzzer looks further.
-public func isGroupRefusal(_ error: any Error) -> Bool {
-    let text = "\(error)"
-    return text.contains("wire type 3") || text.contains("wire type 4")
-}
