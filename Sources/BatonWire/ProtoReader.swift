@@ -51,7 +51,11 @@ package struct ProtoReader {
     @inlinable @inline(__always)
     package mutating func nextField() throws(Malformed) -> (number: Int, wireType: UInt64)? {
         guard index < end else { return nil }
+        let start = index
         let key = try varint()
+        // A key takes at most 5 bytes (29 bits of number, 3 of wire type), as protobuf's parsers
+        // hold it.
+        guard index - start <= 5 else { throw Malformed("field key longer than 5 bytes") }
         let number = key >> 3
         guard number != 0, number <= 536_870_911 else { throw Malformed("field number \(number)") }
         lastNumber = Int(number)
