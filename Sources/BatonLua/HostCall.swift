@@ -10,6 +10,8 @@ public struct HostCall {
     public let runtime: LuaRuntime
     /// The function's name as scripts call it, for messages (`baton.sleep`).
     public let name: String
+    /// What a trace records of the call.
+    let traced: TracedCallKind
 
     /// How many arguments the script passed.
     public var argumentCount: Int32 { lua.top }

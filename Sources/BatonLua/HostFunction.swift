@@ -17,11 +17,40 @@ final class HostFunctionBox {
     let name: String
     let body: HostBody
     unowned let runtime: LuaRuntime
+    /// What a trace records of its calls, worked out once from its name.
+    let traced: TracedCallKind
 
     init(name: String, body: @escaping HostBody, runtime: LuaRuntime) {
         self.name = name
         self.body = body
         self.runtime = runtime
+        traced = TracedCallKind(name)
+    }
+}
+
+/// What a traced run records of a host function's calls that wait.
+enum TracedCallKind {
+    /// Nothing: the runtime's own bookkeeping (the batch journal).
+    case untraced
+    /// The call, and the device its first argument names.
+    case call
+    /// Also the service its second argument names (`baton.appservice.open`).
+    case service
+    /// Also the message argument `message`, with `--trace-bodies` (a send).
+    case send(message: Int32)
+
+    init(_ name: String) {
+        if name.hasPrefix("journal.") {
+            self = .untraced
+        } else if name == "baton.appservice.send" {
+            self = .send(message: 3)
+        } else if name.hasSuffix("send") {
+            self = .send(message: 2)
+        } else if name.hasPrefix("baton.appservice.") {
+            self = .service
+        } else {
+            self = .call
+        }
     }
 }
 
@@ -31,7 +60,7 @@ private func dispatchHostCall(_ L: OpaquePointer?, _ box: UnsafeMutableRawPointe
     let box = Unmanaged<HostFunctionBox>.fromOpaque(box!).takeUnretainedValue()
     let lua = LuaState(L!)
     do {
-        switch try box.body(HostCall(lua: lua, runtime: box.runtime, name: box.name)) {
+        switch try box.body(HostCall(lua: lua, runtime: box.runtime, name: box.name, traced: box.traced)) {
         case .values(let n): return n
         case .wait: return BATON_WAIT
         }

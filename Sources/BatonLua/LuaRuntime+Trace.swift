@@ -14,9 +14,6 @@ extension LuaRuntime {
         let sendsBody: Bool
     }
 
-    /// Host calls that are the runtime's own bookkeeping, not what the script did.
-    private static func isTraced(_ name: String) -> Bool { !name.hasPrefix("journal.") }
-
     func traceSpawn(_ task: LuaTask) {
         guard let trace = options.trace else { return }
         switch task.origin {
@@ -32,20 +29,23 @@ extension LuaRuntime {
 
     /// Records call.start for a host call about to wait: the device (argument 1: a name, an
     /// address, or a device table's name or id) and, for a service, its name (argument 2).
+    /// Strings go from Lua's stack into the line without becoming Swift strings.
     func traceCallStart(_ call: HostCall) -> TracedCall? {
-        guard let trace = options.trace, Self.isTraced(call.name) else { return nil }
+        guard let trace = options.trace else { return nil }
         let lua = call.lua
-        let sendsBody = call.name.hasSuffix("send")
+        var sendsBody = false
+        switch call.traced {
+        case .untraced: return nil
+        case .send: sendsBody = true
+        case .call, .service: break
+        }
         trace.record("call.start", task: current) { line in
             line.field("call", call.name)
-            if let device = deviceName(at: 1, on: lua) { line.field("device", device) }
-            if call.name.hasPrefix("baton.appservice."), lua.type(at: 2) == .string, let service = lua.toString(at: 2) {
-                line.field("service", service)
-            }
-            if trace.bodies, sendsBody {
-                // baton.appservice.send(device, service, message); conn:send(message).
-                let message: Int32 = call.name == "baton.appservice.send" ? 3 : 2
-                if let body = json(at: message, on: lua) { line.field("body", body) }
+            device(at: 1, on: lua, into: &line)
+            if case .service = call.traced, let service = lua.utf8(at: 2) { line.field("service", utf8: service) }
+            if case .send(let message) = call.traced {
+                if message == 3, let service = lua.utf8(at: 2) { line.field("service", utf8: service) }
+                if trace.bodies, let body = json(at: message, on: lua) { line.field("body", body) }
             }
         }
         return TracedCall(trace: trace, sequence: trace.lastSequence, task: current, started: baton_monotonic_ns(), sendsBody: sendsBody)
@@ -54,16 +54,22 @@ extension LuaRuntime {
     /// Records call.end: the status (the first status-like string among the results, else
     /// `success`, or `nil` for a lone nil), the duration, and the reply's body if asked.
     func traceCallEnd(_ traced: TracedCall, results n: Int32, on lua: LuaState) {
-        var status = n > 0 && lua.type(at: -n) == .nil ? "nil" : "success"
-        for i in 0..<min(n, 3) where lua.type(at: -n + i) == .string {
-            if let text = lua.toString(at: -n + i), !text.isEmpty,
-               text.utf8.allSatisfy({ ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || $0 == UInt8(ascii: "_") }) {
+        var status: UnsafeRawBufferPointer?
+        for i in 0..<min(n, 3) {
+            if let text = lua.utf8(at: -n + i), !text.isEmpty,
+               text.allSatisfy({ ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || $0 == UInt8(ascii: "_") }) {
                 status = text
                 break
             }
         }
         traced.trace.record("call.end", task: traced.task) { line in
-            end(traced, status: status, into: &line)
+            line.field("start", traced.sequence)
+            if let status {
+                line.field("status", utf8: status)
+            } else {
+                line.field("status", n > 0 && lua.type(at: -n) == .nil ? "nil" : "success")
+            }
+            line.field("duration", Double(baton_monotonic_ns() - traced.started) / 1e9)
             if traced.trace.bodies, traced.sendsBody, n > 0, lua.type(at: -n) == .table, let body = json(at: -n, on: lua) {
                 line.field("body", body)
             }
@@ -73,28 +79,29 @@ extension LuaRuntime {
     /// Records call.end for a call that raised: its class is its status.
     func traceCallEnd(_ traced: TracedCall, errorClass: ErrorClass?, message: String) {
         traced.trace.record("call.end", task: traced.task) { line in
-            end(traced, status: errorClass?.rawValue ?? "error", into: &line)
+            line.field("start", traced.sequence)
+            line.field("status", errorClass?.rawValue ?? "error")
+            line.field("duration", Double(baton_monotonic_ns() - traced.started) / 1e9)
             line.field("error", message)
         }
     }
 
-    private func end(_ traced: TracedCall, status: String, into line: inout TraceLine) {
-        line.field("start", traced.sequence)
-        line.field("status", status)
-        line.field("duration", Double(baton_monotonic_ns() - traced.started) / 1e9)
-    }
-
-    private func deviceName(at index: Int32, on lua: LuaState) -> String? {
+    /// `"device":` the name argument `index` gives: a string, or a device table's name or id.
+    private func device(at index: Int32, on lua: LuaState, into line: inout TraceLine) {
         switch lua.type(at: index) {
-        case .string: return lua.toString(at: index)
+        case .string:
+            if let name = lua.utf8(at: index) { line.field("device", utf8: name) }
         case .table:
             for field in ["name", "id"] {
                 lua.rawGet(index, field: field)
                 defer { lua.pop() }
-                if let s = lua.toString(at: -1) { return s }
+                if let name = lua.utf8(at: -1) {
+                    line.field("device", utf8: name)
+                    return
+                }
             }
-            return nil
-        default: return nil
+        default:
+            break
         }
     }
 

@@ -95,6 +95,7 @@ public final class RunTrace: @unchecked Sendable {
         guard let file, line.count > 0 else { return }
         let full = Filled(line: line, file: file)
         line = TraceLine(capacity: 80 << 10)
+        handedOver = true
         writer.async {
             full.line.withBytes { _ = fwrite($0.baseAddress, 1, $0.count, full.file) }
             fflush(full.file)
@@ -102,7 +103,10 @@ public final class RunTrace: @unchecked Sendable {
         }
     }
 
-    private let writer = DispatchQueue(label: "baton.trace")
+    private lazy var writer = DispatchQueue(label: "baton.trace")
+    /// Whether anything went to the writer: a short run's trace is written at its end, on the
+    /// loop, without a thread.
+    private var handedOver = false
 
     /// A buffer of lines on its way to the file; the writer owns it from then on.
     private struct Filled: @unchecked Sendable {
@@ -154,8 +158,12 @@ public final class RunTrace: @unchecked Sendable {
             $0.field("exit_code", Int(exitCode))
             $0.field("outcome", outcome)
         }
-        flush()
-        if let file {
+        if let file, !handedOver {
+            // All of it still here: written now, and no thread was needed.
+            line.withBytes { _ = fwrite($0.baseAddress, 1, $0.count, file) }
+            fclose(file)
+        } else if let file {
+            flush()
             let closing = Filled(line: line, file: file)
             // What is queued is written before the run's end is reported.
             writer.sync { _ = fclose(closing.file) }

@@ -65,6 +65,12 @@ public struct TraceLine {
         string(value)
     }
 
+    /// `,"key":"value"` from a string's UTF-8 bytes (a Lua string on its stack).
+    mutating func field(_ key: StaticString, utf8 value: UnsafeRawBufferPointer) {
+        self.key(key)
+        string(utf8: value)
+    }
+
     /// `,"key":"value"` for a value known to need no escaping (a record's kind).
     mutating func field(_ key: StaticString, _ value: StaticString) {
         self.key(key)
@@ -117,17 +123,19 @@ public struct TraceLine {
     /// A JSON string: copied at once when nothing in it needs escaping, as is usual.
     mutating func string(_ text: String) {
         var text = text
-        text.withUTF8 { utf8 in
-            reserve(utf8.count + 2)
-            put(UInt8(ascii: "\""))
-            if !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-                raw(UnsafeRawBufferPointer(utf8))
-            } else {
-                for byte in utf8 { escaped(byte) }
-            }
-            reserve(1)
-            put(UInt8(ascii: "\""))
+        text.withUTF8 { string(utf8: UnsafeRawBufferPointer($0)) }
+    }
+
+    mutating func string(utf8: UnsafeRawBufferPointer) {
+        reserve(utf8.count + 2)
+        put(UInt8(ascii: "\""))
+        if !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            raw(utf8)
+        } else {
+            for byte in utf8 { escaped(byte) }
         }
+        reserve(1)
+        put(UInt8(ascii: "\""))
     }
 
     private mutating func escaped(_ byte: UInt8) {

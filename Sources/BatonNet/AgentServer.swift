@@ -7,7 +7,7 @@ import NIOPosix
 /// Listens for Baton clients. Every connection runs on the server's one event loop (the
 /// agent's), so requests reach the agent's Lua runtime without a thread hop.
 public final class AgentServer: @unchecked Sendable {
-    /// How many connections the server holds at once (``Protocol/baton.proto``, LIMITS): a
+    /// How many connections the server holds at once (`Protocol/baton.proto`, LIMITS): a
     /// stranger meets these first. Past them a connection is closed as soon as it comes, before
     /// any TLS work (a plaintext one hears Goodbye `busy` first); past the stranger limits, a
     /// caller that proved to be of another account, or none, hears Goodbye `busy` after its

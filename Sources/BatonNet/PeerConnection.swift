@@ -41,7 +41,7 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
         }
     }
 
-    /// How much the peer may ask of this end at once (``Protocol/baton.proto``, LIMITS).
+    /// How much the peer may ask of this end at once (`Protocol/baton.proto`, LIMITS).
     public struct ServingLimits: Sendable {
         /// Requests of the peer served at once; past them this end stops reading from the
         /// peer until half are answered (the peer's requests wait, nothing is lost).

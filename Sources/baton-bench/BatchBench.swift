@@ -11,7 +11,8 @@ import Foundation
 /// process a launch, in turn) and `parallel --will-cite -j 8 baton launch` (one round each:
 /// they take a thousand process starts); the per-item cost at `--jobs 1` (the slope between a
 /// tenth of the items and all of them, so one run's fixed costs cancel out) beside a bare round trip (a Lua loop of `baton.launch` in one `baton run`); and
-/// what `--trace FILE` costs at `--jobs 64` (best of 9 rounds each way, interleaved), once `baton
+/// what `--trace FILE` costs at `--jobs 64` (best of 15 rounds each way, interleaved: a run is ~30 ms, and the
+/// machine's noise is a few), once `baton
 /// batch --help` offers it.
 func batchBench(baton: String) throws {
     let count = max(10, Int(ProcessInfo.processInfo.environment["BATON_BENCH_BATCH_ITEMS"] ?? "") ?? 1000)
@@ -95,7 +96,7 @@ func batchBench(baton: String) throws {
         return
     }
     var plain = Double.infinity, traced = Double.infinity
-    for _ in 0..<9 {
+    for _ in 0..<15 {
         plain = min(plain, try batchMs(jobs: 64, rounds: 1))
         try? FileManager.default.removeItem(atPath: file("trace.out"))
         traced = min(traced, try batchMs(jobs: 64, rounds: 1, extra: ["--trace", file("trace.out")]))
