@@ -73,11 +73,14 @@ public final class AppServiceConnection: ServiceChannelHandler, @unchecked Senda
 
     /// Closes the channel; the service hears `completed`. Closing twice does nothing.
     public func close() {
-        connection.eventLoop.execute { [self] in
-            guard closedStatus == nil else { return }
-            connection.close(channel: channelID, status: .completed)
-            closed(.completed)
+        // At once when called on the loop (a request handler closing the channel): its
+        // CloseService then goes before anything the handler answers later.
+        guard connection.eventLoop.inEventLoop else {
+            return connection.eventLoop.execute { [self] in close() }
         }
+        guard closedStatus == nil else { return }
+        connection.close(channel: channelID, status: .completed)
+        closed(.completed)
     }
 
     // MARK: ServiceChannelHandler
