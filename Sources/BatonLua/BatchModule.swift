@@ -152,14 +152,14 @@ function baton.batch(items, fn, opts)
 
   -- Why the batch stops before its end: "halted", "timed_out" or "cancelled" (a signal).
   local stop, signal
-  local running = {} -- the workers in an item now: their task → { entry =, worker = }
-  local cancel, expire -- end a worker in the middle of its item: for a stop, at the item timeout (below)
+  local running = {} -- the workers in an item now, and their items' entries
+  local cancel -- cancel(worker, entry, timed_out): ends a worker in the middle of its item (below)
   local function cancel_running()
     local now_running = {}
-    for _, r in pairs(running) do now_running[#now_running + 1] = r end
-    for _, r in ipairs(now_running) do
-      r.entry.stopped = true
-      cancel(r.worker, r.entry, false)
+    for worker, entry in pairs(running) do now_running[worker] = entry end
+    for worker, entry in pairs(now_running) do
+      entry.stopped = true
+      cancel(worker, entry, false)
     end
   end
   local function stop_batch(why, at_once)
@@ -254,8 +254,8 @@ function baton.batch(items, fn, opts)
     }
     contexts[entry] = ctx
     host.trace_item(key, entry.attempts)
-    running[worker.task] = { entry = entry, worker = worker }
-    local timer = item_timeout and baton.after(item_timeout, function() expire(worker, entry) end)
+    running[worker] = entry
+    local timer = item_timeout and baton.after(item_timeout, function() cancel(worker, entry, true) end)
     -- The item's own errors are caught here (with their traceback), so they are the batch's to
     -- count, not the run's.
     local traceback
@@ -265,7 +265,7 @@ function baton.batch(items, fn, opts)
       return e
     end, item, ctx)
     if timer then timer:stop() end
-    running[worker.task] = nil
+    running[worker] = nil
     return conclude(entry, ok, err, traceback, false)
   end
 
@@ -328,7 +328,7 @@ function baton.batch(items, fn, opts)
   end
   local spawn_worker
   -- After an attempt: a pause in a task of its own, then the item queued again; or its end.
-  local function then_(entry, pause)
+  local function after_attempt(entry, pause)
     if not pause then return finish(entry) end
     pending[#pending + 1] = baton.spawn(function()
       -- In steps, so that a stop does not wait out a long pause.
@@ -347,7 +347,7 @@ function baton.batch(items, fn, opts)
     while not stop do
       local entry = next_entry()
       if not entry then break end
-      then_(entry, attempt(entry, worker))
+      after_attempt(entry, attempt(entry, worker))
     end
     active = active - 1
   end
@@ -360,16 +360,15 @@ function baton.batch(items, fn, opts)
   -- A worker stuck in an item: the item is settled here (cancelled, or timed out), the worker
   -- ends, and unless the batch stops another takes its place.
   cancel = function(worker, entry, timed_out)
-    if not running[worker.task] or running[worker.task].entry ~= entry then return end
-    running[worker.task] = nil
+    if running[worker] ~= entry then return end
+    running[worker] = nil
     active = active - 1
     -- Settled in a task the batch waits for (its journal record waits on the disk), queued
     -- before the worker goes, so that the batch's end comes after it.
-    pending[#pending + 1] = baton.spawn(function() then_(entry, conclude(entry, false, nil, nil, timed_out)) end)
+    pending[#pending + 1] = baton.spawn(function() after_attempt(entry, conclude(entry, false, nil, nil, timed_out)) end)
     worker.task:cancel()
     if not stop and active < jobs and (#ready > 0 or next_index <= total) then spawn_worker() end
   end
-  expire = function(worker, entry) cancel(worker, entry, true) end
   for _ = 1, math.min(jobs, total) do spawn_worker() end
   -- Everything that can make more work is a task in `pending`, so this waits for them all; a
   -- worker cancelled in the middle of an item raises, as it should.

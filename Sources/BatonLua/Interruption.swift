@@ -34,7 +34,4 @@ public enum Interruption {
     public static var received: (signal: Int32, count: Int) {
         (lastSignal.load(ordering: .relaxed), signalCount.load(ordering: .relaxed))
     }
-
-    /// The exit code the shell gives a process ended by `signal`: 128 + its number.
-    public static func exitCode(for signal: Int32) -> Int32 { 128 + signal }
 }

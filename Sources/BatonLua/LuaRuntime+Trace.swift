@@ -48,7 +48,7 @@ extension LuaRuntime {
                 if trace.bodies, let body = json(at: message, on: lua) { line.field("body", body) }
             }
         }
-        return TracedCall(trace: trace, sequence: trace.lastSequence, task: current, started: baton_monotonic_ns(), sendsBody: sendsBody)
+        return TracedCall(trace: trace, sequence: trace.sequence, task: current, started: baton_monotonic_ns(), sendsBody: sendsBody)
     }
 
     /// Records call.end: the status (the first status-like string among the results, else

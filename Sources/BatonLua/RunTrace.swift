@@ -20,7 +20,8 @@ public final class RunTrace: @unchecked Sendable {
     /// Whether message bodies (sends and their replies) are recorded.
     public let bodies: Bool
     private var file: UnsafeMutablePointer<FILE>?
-    private var sequence = 0
+    /// The number of the last record, to pair a call's end with its start.
+    private(set) var sequence = 0
     private let start = baton_monotonic_ns()
     private let wallStart: Int64 = {
         var wall = timespec()
@@ -115,9 +116,6 @@ public final class RunTrace: @unchecked Sendable {
     }
     /// `{"v":1,"run":"..."`, which every record starts with.
     private let prefix: [UInt8]
-
-    /// The sequence number of the last record, to pair a call's end with its start.
-    public var lastSequence: Int { sequence }
 
     /// A task was spawned by `parent`; it works for the parent's item until told otherwise.
     /// `name` is nil for a task the script spawned (its id names it).
