@@ -81,8 +81,9 @@ public final class BatonClient: @unchecked Sendable {
         return future
     }
 
-    /// Tries `routes` in order until one connects; the last failure when none does. A route
-    /// that answers as another device, or is refused, ends the search: its error stands.
+    /// Tries `routes` in order until one connects; the first route's failure when none does.
+    /// A route that answers as another device goes on to the next: a stranger may have put
+    /// its address beside the device's own.
     private func connect(_ device: DeviceTarget, routes: ArraySlice<DeviceRoute>) -> EventLoopFuture<PeerConnection> {
         guard let route = routes.first, case .tcp(let address) = route else {
             return eventLoop.makeFailedFuture(BatonClientError.unreachable("\(device): no route to it is known"))
@@ -96,9 +97,8 @@ public final class BatonClient: @unchecked Sendable {
             connectTimeout: options.connectTimeout, limits: options.limits, timing: timing, logger: logger)
         guard routes.count > 1 else { return attempt }
         return attempt.flatMapError { [self] error in
-            if error is PeerConnectionError { return eventLoop.makeFailedFuture(error) }
             logger.debug("route failed, trying the next", metadata: ["route": "\(route)", "error": "\(error)"])
-            return connect(device, routes: routes.dropFirst())
+            return connect(device, routes: routes.dropFirst()).flatMapErrorThrowing { _ in throw error }
         }
     }
 
@@ -150,8 +150,14 @@ public final class BatonClient: @unchecked Sendable {
     /// The device and its apps, waiting `timeout` at most; fails with ``BatonClientError``.
     public func describe(_ device: DeviceTarget, timeout: TimeAmount? = nil) -> EventLoopFuture<(DeviceInfo, [AppInfo])> {
         let deadline = deadline(timeout), timedOut = timedOut(timeout)
-        let described = connection(to: device).flatMap { $0.describe(deadline: deadline) }.map { description -> Result<(DeviceInfo, [AppInfo]), BatonClientError> in
-            .success((description.device, description.apps))
+        let described = connection(to: device).flatMap { connection in
+            connection.describe(deadline: deadline).map { (connection.peerIdentity, $0) }
+        }.map { [options] peer, description -> Result<(DeviceInfo, [AppInfo]), BatonClientError> in
+            // A name a device of this account gives over TLS is what names resolve to.
+            if peer?.authorization == .sameAccount, let id = peer?.deviceID {
+                options.security.trustStore?.known.learnName(description.device.name, for: id)
+            }
+            return .success((description.device, description.apps))
         }.recover { error in
             if case .timedOut? = error as? PeerConnectionError { return .failure(.timedOut(timedOut)) }
             return .failure(.unreachable(Self.describe(error, device: device)))

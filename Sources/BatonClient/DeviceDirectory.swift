@@ -56,6 +56,10 @@ public final class DeviceDirectory: @unchecked Sendable {
 
     /// Known devices by id.
     private var entries: [String: Entry] = [:]
+    /// Sightings already logged for claiming an account their id does not belong to.
+    private var refusedClaims: Set<String> = []
+    /// The pins of devices met before, when connections use TLS.
+    private var known: KnownDevices? { client.options.security.trustStore?.known }
     /// Which device each source's key stands for.
     private var sighted: [SightingKey: String] = [:]
     private var watchers: [Int: Watcher] = [:]
@@ -76,14 +80,23 @@ public final class DeviceDirectory: @unchecked Sendable {
         /// What each source saw, in the order the sources were given.
         var sightings: [(key: SightingKey, rank: Int, device: RemoteDevice)] = []
 
-        /// The sightings together.
-        var device: RemoteDevice? {
-            let ordered = sightings.sorted { $0.rank < $1.rank }
+        /// The account sightings of this id must claim to count: the one a handshake pinned,
+        /// else this device's own if any sighting claims it, else the first claim heard. A
+        /// source's claim is a hint: two claims are never merged into one device.
+        func account(own: String, pinned: String?) -> String? {
+            if let pinned { return pinned }
+            let claims = sightings.map(\.device.account)
+            if claims.contains(own) { return own }
+            return claims.first
+        }
+
+        /// The sightings that claim `account` together.
+        func device(claiming account: String?) -> RemoteDevice? {
+            let ordered = sightings.filter { $0.device.account == account }.sorted { $0.rank < $1.rank }
             guard var merged = ordered.first?.device else { return nil }
             for (_, _, device) in ordered.dropFirst() {
                 for route in device.routes where !merged.routes.contains(route) { merged.routes.append(route) }
                 merged.sources.formUnion(device.sources)
-                if merged.account.isEmpty { merged.account = device.account }
                 if device.status == .available { merged.status = .available }
                 if device.transport == .local { merged.transport = .local }
             }
@@ -128,14 +141,14 @@ public final class DeviceDirectory: @unchecked Sendable {
     /// Devices that pass `filter`, sorted by name then id.
     public func devices(matching filter: DeviceFilter = DeviceFilter()) -> [RemoteDevice] {
         eventLoop.preconditionInEventLoop()
-        return entries.values.compactMap(\.device).filter { filter.matches($0, account: account) }
+        return entries.keys.compactMap(merged(id:)).filter { filter.matches($0, account: account) }
             .sorted { ($0.info.name, $0.info.id) < ($1.info.name, $1.info.id) }
     }
 
     /// The device with `id`, if known.
     public func device(id: String) -> RemoteDevice? {
         eventLoop.preconditionInEventLoop()
-        return entries[id]?.device ?? entries.first { $0.key.lowercased() == id.lowercased() }?.value.device
+        return merged(id: id) ?? entries.keys.first { $0.lowercased() == id.lowercased() }.flatMap(merged(id:))
     }
 
     /// How to reach `device` now: its id and every route the sources know.
@@ -193,44 +206,100 @@ public final class DeviceDirectory: @unchecked Sendable {
 
     /// The device `nameOrID` names among those known now: an id matches at once; a name only
     /// once enumeration is over, so a second device of the same name is not missed. Nil while
-    /// it may still turn up. Only devices `filter` passes count.
+    /// it may still turn up. Only devices `filter` passes count. A name matches what a device
+    /// advertises or, for a device of this account, the name it gave over TLS before; only
+    /// ``find(_:among:timeout:)`` proves it now.
     public func match(_ nameOrID: String, among filter: DeviceFilter = DeviceFilter()) -> Lookup? {
         eventLoop.preconditionInEventLoop()
-        let all = devices(matching: filter)
-        if let byID = all.first(where: { $0.info.id.lowercased() == nameOrID.lowercased() }) { return .found(byID) }
-        guard enumerated else { return nil }
-        let named = all.filter { $0.info.name == nameOrID }
-        switch named.count {
-        case 0: return nil
-        case 1: return .found(named[0])
-        default: return .ambiguous(named.map(\.info.id))
+        switch candidates(nameOrID, among: filter, renamed: false) {
+        case nil: return nil
+        case .byID(let device): return .found(device)
+        case .byName(let named): return named.count == 1 ? .found(named[0]) : .ambiguous(named.map(\.info.id))
         }
     }
 
-    /// Waits until ``match(_:among:)`` settles on `nameOrID` among the devices `filter`
-    /// passes, or `timeout` passes (`notFound`).
+    /// Waits until `nameOrID` names a device among those `filter` passes, or `timeout` passes
+    /// (`notFound`). An id is found when a source sees it; a name once enumeration is over,
+    /// and then only the devices that prove it: each candidate (advertising the name, having
+    /// given it over TLS before, or advertising the name a conflict gave it, `Name (2)`) is asked
+    /// to describe itself over a connection that checks who it is, and counts when it gives
+    /// that name. Whoever shouts a name first on the network does not get it.
     public func find(_ nameOrID: String, among filter: DeviceFilter = DeviceFilter(), timeout: TimeAmount) -> EventLoopFuture<Lookup> {
         eventLoop.preconditionInEventLoop()
-        let promise = eventLoop.makePromise(of: Lookup.self)
-        if let now = match(nameOrID, among: filter) {
+        let deadline = NIODeadline.now() + timeout
+        return settle(nameOrID, among: filter, timeout: timeout).flatMap { [self] found in
+            switch found {
+            case nil: eventLoop.makeSucceededFuture(.notFound)
+            case .byID(let device): eventLoop.makeSucceededFuture(.found(device))
+            case .byName(let named): prove(nameOrID, among: named, until: deadline)
+            }
+        }
+    }
+
+    /// Who may answer to `nameOrID`.
+    private enum Candidates {
+        case byID(RemoteDevice)
+        case byName([RemoteDevice])
+    }
+
+    private func candidates(_ nameOrID: String, among filter: DeviceFilter, renamed: Bool) -> Candidates? {
+        let all = devices(matching: filter)
+        if let byID = all.first(where: { $0.info.id.lowercased() == nameOrID.lowercased() }) { return .byID(byID) }
+        guard enumerated else { return nil }
+        let named = all.filter { device in
+            device.info.name == nameOrID || known?.pin(for: device.info.id)?.name == nameOrID
+                || (renamed && KnownDevices.isConflictRename(device.info.name, of: nameOrID))
+        }
+        return named.isEmpty ? nil : .byName(named)
+    }
+
+    /// Waits until ``candidates(_:among:renamed:)`` has some, or `timeout` passes (nil).
+    private func settle(_ nameOrID: String, among filter: DeviceFilter, timeout: TimeAmount) -> EventLoopFuture<Candidates?> {
+        let promise = eventLoop.makePromise(of: Candidates?.self)
+        if let now = candidates(nameOrID, among: filter, renamed: true) {
             promise.succeed(now)
             return promise.futureResult
         }
         var watch: Watch?
         var settled = false
-        let settle = { [self] (result: Lookup) in
+        let finish = { [self] (result: Candidates?) in
             guard !settled else { return }
             settled = true
             if let watch { unwatch(watch) }
             promise.succeed(result)
         }
         watch = self.watch(filter) { [self] _ in
-            if let now = match(nameOrID, among: filter) { settle(now) }
+            if let now = candidates(nameOrID, among: filter, renamed: true) { finish(now) }
         }
-        let onTimeout = NIOLoopBound(settle, eventLoop: eventLoop)
-        let timer = eventLoop.scheduleTask(in: timeout) { onTimeout.value(.notFound) }
+        let onTimeout = NIOLoopBound(finish, eventLoop: eventLoop)
+        let timer = eventLoop.scheduleTask(in: timeout) { onTimeout.value(nil) }
         promise.futureResult.whenComplete { _ in timer.cancel() }
         return promise.futureResult
+    }
+
+    /// The candidates that prove, by `deadline` (at least a second from now), to be called
+    /// `name`: they describe themselves over a connection that checks who they are, giving
+    /// `name` (or, while a conflict has them renamed, having given it before).
+    private func prove(_ name: String, among named: [RemoteDevice], until deadline: NIODeadline) -> EventLoopFuture<Lookup> {
+        let wait = max(deadline - .now(), .seconds(1))
+        let answers = named.map { [self] device in
+            client.describe(target(for: device), timeout: wait).map { [self] info, _ -> RemoteDevice? in
+                info.name == name || known?.pin(for: device.info.id)?.name == name ? device : nil
+            }.recover { [logger] error in
+                logger.notice("a device advertising a name did not prove it", metadata: [
+                    "name": "\(name)", "device": "\(device.info.id)", "error": "\(error)",
+                ])
+                return nil
+            }
+        }
+        return EventLoopFuture.whenAllSucceed(answers, on: eventLoop).map { results in
+            let proven = results.compactMap { $0 }
+            switch proven.count {
+            case 0: return .notFound
+            case 1: return .found(proven[0])
+            default: return .ambiguous(proven.map(\.info.id))
+            }
+        }
     }
 
     // MARK: bookkeeping
@@ -250,7 +319,25 @@ public final class DeviceDirectory: @unchecked Sendable {
         guard let id = sighted.removeValue(forKey: key), var entry = entries[id] else { return }
         entry.sightings.removeAll { $0.key == key }
         entries[id] = entry.sightings.isEmpty ? nil : entry
-        tellWatchers(id: id, now: entries[id]?.device)
+        tellWatchers(id: id, now: merged(id: id))
+    }
+
+    /// Device `id` as the sightings that claim its rightful account show it; the others are
+    /// logged once each and left out.
+    private func merged(id: String) -> RemoteDevice? {
+        guard let entry = entries[id] else { return nil }
+        let pinned = known?.pin(for: id)?.account.hex
+        let rightful = entry.account(own: account, pinned: pinned)
+        for sighting in entry.sightings where sighting.device.account != rightful {
+            let claim = "\(id) \(sighting.key.key) \(sighting.device.account)"
+            if refusedClaims.count >= 1_024 { refusedClaims.removeAll() } // a flood is logged again, never hoarded
+            guard refusedClaims.insert(claim).inserted else { continue }
+            logger.warning("a source claims a device for another account than its own: ignored", metadata: [
+                "device": "\(id)", "seen as": "\(sighting.key.key)", "claimed account": "\(sighting.device.account.prefix(16))",
+                "account": "\((rightful ?? "").prefix(16))", "routes": "\(sighting.device.routes.map(\.description).joined(separator: " "))",
+            ])
+        }
+        return entry.device(claiming: rightful)
     }
 
     /// Tells each watcher what changed for device `id` as its filter sees it.
@@ -288,7 +375,7 @@ extension DeviceDirectory: DeviceSourceDelegate {
             entry.sightings.append((sighting, rank, device))
         }
         entries[device.info.id] = entry
-        tellWatchers(id: device.info.id, now: entry.device)
+        tellWatchers(id: device.info.id, now: merged(id: device.info.id))
     }
 
     public func source(_ source: any DeviceSource, lost key: String) {

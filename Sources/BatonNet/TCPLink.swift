@@ -101,8 +101,13 @@ public final class TCPLink: ChannelDuplexHandler, Link, @unchecked Sendable {
                     context: identity.clientContext, serverHostname: nil,
                     customVerificationCallback: { certificates, promise in
                         link.judge(certificates) {
-                            try identity.trustStore.trust.verifyAgent(
-                                chain: $0, deviceID: expectation.deviceID, expecting: expectation.account)
+                            // What the source claimed gives way to what earlier handshakes proved.
+                            let known = identity.trustStore.known
+                            let account = try known.expectation(for: expectation.deviceID, claimed: expectation.account)
+                            let agent = try identity.trustStore.trust.verifyAgent(
+                                chain: $0, deviceID: expectation.deviceID, expecting: account)
+                            try known.check(agent)
+                            return agent
                         }
                         promise.succeed(link.refusal == nil ? .certificateVerified : .failed)
                     }))

@@ -21,6 +21,8 @@ public final class TrustStore: Sendable {
     public let folder: ConfigurationFolder
     /// This device's credentials.
     public let credentials: DeviceCredentials
+    /// The devices met before, pinned to what their handshakes proved.
+    public let known: KnownDevices
 
     private struct State {
         var revocations: RevocationList
@@ -46,6 +48,7 @@ public final class TrustStore: Sendable {
     public init(folder: ConfigurationFolder, credentials: DeviceCredentials) throws {
         self.folder = folder
         self.credentials = credentials
+        self.known = KnownDevices(folder: folder, own: credentials.fingerprint)
         let stamp = Self.stamp(of: folder.file(RevocationList.file))
         let (list, text) = try Self.readList(in: folder, credentials: credentials)
         state = NIOLockedValueBox(State(revocations: list, text: text, stamp: stamp))

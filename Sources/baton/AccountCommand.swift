@@ -25,7 +25,7 @@ struct AccountCommand: ParsableCommand {
             network path between them, use export-device and import instead. revoke stops \
             trusting a device.
             """,
-        subcommands: [Show.self, Invite.self, Join.self, ExportDevice.self, Import.self, Revoke.self],
+        subcommands: [Show.self, Invite.self, Join.self, ExportDevice.self, Import.self, Revoke.self, Known.self, Forget.self],
         defaultSubcommand: Show.self
     )
 
