@@ -279,12 +279,15 @@ public final class DeviceDirectory: @unchecked Sendable {
 
     /// The candidates that prove, by `deadline` (at least a second from now), to be called
     /// `name`: they describe themselves over a connection that checks who they are, giving
-    /// `name` (or, while a conflict has them renamed, having given it before).
+    /// `name` (or having given it before). Failing those, the ones that give the name a
+    /// conflict moved them to (`name (2)`): while a stranger holds the name on the network,
+    /// the device that proves it is the account's is the one meant.
     private func prove(_ name: String, among named: [RemoteDevice], until deadline: NIODeadline) -> EventLoopFuture<Lookup> {
         let wait = max(deadline - .now(), .seconds(1))
         let answers = named.map { [self] device in
-            client.describe(target(for: device), timeout: wait).map { [self] info, _ -> RemoteDevice? in
-                info.name == name || known?.pin(for: device.info.id)?.name == name ? device : nil
+            client.describe(target(for: device), timeout: wait).map { [self] info, _ -> (RemoteDevice, exact: Bool)? in
+                if info.name == name || known?.pin(for: device.info.id)?.name == name { return (device, true) }
+                return KnownDevices.isConflictRename(info.name, of: name) ? (device, false) : nil
             }.recover { [logger] error in
                 logger.notice("a device advertising a name did not prove it", metadata: [
                     "name": "\(name)", "device": "\(device.info.id)", "error": "\(error)",
@@ -293,7 +296,8 @@ public final class DeviceDirectory: @unchecked Sendable {
             }
         }
         return EventLoopFuture.whenAllSucceed(answers, on: eventLoop).map { results in
-            let proven = results.compactMap { $0 }
+            let exact = results.compactMap { $0?.exact == true ? $0?.0 : nil }
+            let proven = exact.isEmpty ? results.compactMap { $0?.0 } : exact
             switch proven.count {
             case 0: return .notFound
             case 1: return .found(proven[0])

@@ -90,6 +90,15 @@ struct ImpostorTests {
             let byName = try await pair.baton(in: pair.b, ["launch", "Living Room TV", "media:impostor", "--app", MDNSFixtures.player])
             #expect(byName.code != 0 && !byName.stdout.contains("success"), "\(byName)")
             #expect(impostor.home.read("launched") == nil, "the impostor received \(impostor.home.read("launched") ?? "")")
+
+            // The TV back beside its impostor: reached by id and by name.
+            let back = try await pair.agent(in: pair.a, config: MDNSFixtures.config(name: "Living Room TV", kind: "tv"), home: tv.home)
+            try await MDNSFixtures.waitAdvertised([back])
+            for device in [tv.id, "Living Room TV"] {
+                let launched = try await pair.baton(in: pair.b, ["launch", device, "media:back", "--app", MDNSFixtures.player])
+                #expect(launched.code == 0 && launched.stdout == "success\n", "\(launched)")
+            }
+            #expect(impostor.home.read("launched") == nil, "the impostor received \(impostor.home.read("launched") ?? "")")
         }
     }
 
