@@ -102,6 +102,35 @@ struct ImpostorTests {
         }
     }
 
+    @Test("a stranger holding the TV's name with the account's fingerprint copied: the name still reaches the TV, which takes its name back once the stranger goes")
+    func nameHijack() async throws {
+        try await NamespacePair.with { pair in
+            // python-zeroconf answering as "Living Room TV": a random id, the account's
+            // fingerprint copied from any agent's TXT, an address of the stranger's.
+            let stranger = try pair.python(in: pair.b, MDNSInteropScripts.register, [
+                "Living Room TV", pair.address(of: pair.b), "4999", "id=\(UUID().uuidString.lowercased())", "kind=tv",
+                "platform=linux", "v=1", "acct=\(TestAccount.shared.fingerprint)",
+            ])
+            try await stranger.waitForLine("REGISTERED") { $0 == "REGISTERED" }
+            let tv = try await pair.agent(in: pair.a, config: MDNSFixtures.config(name: "Living Room TV", kind: "tv"))
+            try await MDNSFixtures.waitAdvertised([tv], as: ["Living Room TV (2)"])
+
+            // The name reaches the device that proves it is the account's, not the one shouting it.
+            let launched = try await pair.baton(in: pair.a, ["launch", "Living Room TV", "media:hijacked", "--app", MDNSFixtures.player])
+            #expect(launched.code == 0 && launched.stdout == "success\n", "\(launched)")
+            #expect(tv.home.read("launched") == "media:hijacked\n")
+
+            // The stranger goes (killed: no goodbye); the TV probes for its name again and takes it back.
+            stranger.process.signal(SIGKILL)
+            let back = await eventually(within: 30) { tv.log.contains("name free again on the network") }
+            #expect(back, "the TV never took its name back; its log:\n\(tv.log)")
+            let described = try await pair.baton(in: pair.b, ["describe", tv.id, "--json"])
+            #expect((try? JSON.parse(described.stdout))?["device"]?["name"] == .string("Living Room TV"), "\(described)")
+            let again = try await pair.baton(in: pair.b, ["launch", "Living Room TV", "media:back", "--app", MDNSFixtures.player])
+            #expect(again.code == 0 && again.stdout == "success\n", "\(again)")
+        }
+    }
+
     /// The fingerprint of the account an agent made for itself.
     static func account(of agent: NamespacedAgent) -> String? {
         (try? DeviceCredentials.load(from: ConfigurationFolder(path: agent.home.path + "/xdg/baton")))??.fingerprint.hex
