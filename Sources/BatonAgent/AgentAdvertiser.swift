@@ -29,35 +29,30 @@ public final class AgentAdvertiser: Sendable {
         let loop = agent.runtime.eventLoop
         return MDNSTransport.start(configuration: configuration, on: loop, logger: logger).flatMapThrowing { transport in
             let device = agent.configuration.device
-            let asked = device.name
             let responder = MDNSResponder(
                 instanceName: device.name, port: UInt16(port),
                 txt: DeviceAdvertisement.txt(for: device, account: account), transport: transport, timing: timing,
                 logger: logger)
             let advertiser = AgentAdvertiser(responder: responder, transport: transport)
             responder.start().whenSuccess { name in
-                advertiser.adopt(name, asked: asked, agent: agent, logger: logger)
+                advertiser.adopt(name, agent: agent, logger: logger)
                 logger.info("advertised over mDNS", metadata: ["name": "\(name)", "port": "\(port)"])
             }
             let changes = responder.nameChanges
             Task {
                 for await name in changes {
-                    loop.execute { advertiser.adopt(name, asked: asked, agent: agent, logger: logger) }
+                    loop.execute { advertiser.adopt(name, agent: agent, logger: logger) }
                 }
             }
             return advertiser
         }
     }
 
-    /// Takes the advertised name as the device's own: another after a conflict, the one
-    /// `asked` for again once the conflict is over.
-    private func adopt(_ name: String, asked: String, agent: Agent, logger: Logger) {
-        guard name != agent.configuration.device.name else { return }
-        if name == asked {
-            logger.notice("name free again on the network; going by it", metadata: ["now": "\(name)"])
-        } else {
-            logger.warning("name taken on the network; going by another", metadata: ["asked": "\(asked)", "now": "\(name)"])
-        }
+    /// Takes the advertised name as the device's own.
+    private func adopt(_ name: String, agent: Agent, logger: Logger) {
+        let configured = agent.configuration.device.name
+        guard name != configured else { return }
+        logger.warning("name taken on the network; going by another", metadata: ["asked": "\(configured)", "now": "\(name)"])
         agent.override(name: name, kind: nil)
     }
 
