@@ -85,7 +85,9 @@ public final class MDNSBrowser: @unchecked Sendable {
         self.timing = timing
         self.logger = logger
         self.onEvent = onEvent
-        self.cache = MDNSCache(capacity: timing.cacheCapacity)
+        self.cache = MDNSCache(
+            capacity: timing.cacheCapacity, senderQuota: timing.cacheQuotaPerSender,
+            serviceTypeQuota: timing.cacheQuotaPerServiceType, floodPenalty: timing.floodPenalty)
         self.queryInterval = timing.initialQueryInterval
         (events, continuation) = AsyncStream.makeStream(of: Event.self)
     }
