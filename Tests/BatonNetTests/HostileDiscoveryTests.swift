@@ -105,6 +105,30 @@ struct HostileDiscoveryTests {
         }
     }
 
+    @Test("spoofed goodbyes every half second for an agent's PTR: the watcher sees no removed, the agent answers them; its own goodbye still removes it")
+    func spoofedGoodbyes() async throws {
+        try await NamespacePair.with { pair in
+            // A liveness window far longer than the test: only a goodbye can remove it.
+            let watcher = try pair.watcher(in: pair.b, ["--liveness", "10m"])
+            let agent = try await pair.agent(in: pair.a, name: "Living Room TV", kind: "tv")
+            let added = try await watcher.waitFor("added Living Room TV") { $0.event == "added" && $0.id == agent.id }
+
+            let goodbye = DNSMessage(
+                isResponse: true, isAuthoritative: true,
+                answers: [DNSResourceRecord(name: .batonService, ttl: 0, data: .ptr("Living Room TV._baton._tcp.local."))])
+            let stranger = try pair.python(
+                in: pair.b, HostileDiscoveryScripts.multicast, ["10.77.0.2", "0.5", "6", HostileDiscoveryScripts.hex(goodbye)])
+            try await stranger.waitForLine("SENT") { $0.hasPrefix("SENT") }
+            try await Task.sleep(for: .seconds(1.5))  // the last goodbye's second is over
+            let after = watcher.events()[added.index...]
+            #expect(!after.contains { $0.event == "removed" }, "\(watcher.transcript)")
+            #expect(agent.log.contains("goodbye for records we hold, from someone else"), "\(agent.log)")
+
+            #expect(await agent.stop(SIGTERM) == 0, "\(agent.log)")
+            try await watcher.waitFor("removed Living Room TV", from: added.index) { $0.event == "removed" && $0.id == agent.id }
+        }
+    }
+
     @Test("1,500 fake devices with TTL 2^31 from 8 addresses: a running watcher sees an agent started afterwards and connects to the fakes' host at most 8 times")
     func floodOfFakes() async throws {
         try await NamespacePair.with { pair in
@@ -146,6 +170,11 @@ struct HostileDiscoveryTests {
             try await Task.sleep(for: .seconds(6))
             let connections = listener.output.split(separator: "\n").filter { $0.hasPrefix("CONNECTION") }.count
             #expect(connections <= 8, "the watcher connected \(connections) times to where the fakes point")
+            let status = (try? String(contentsOfFile: "/proc/\(watcher.process.pid)/status", encoding: .utf8)) ?? ""
+            // The issue saw 40 → 108 MB; the cache's bound keeps the watcher near its idle size.
+            let rss = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+                .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") }
+            #expect(rss.map { $0 < 100_000 } == true, "watcher memory \(rss.map { "\($0) kB" } ?? "unknown")")
             #expect(watcher.process.isRunning, "\(watcher.transcript)")
             #expect(!watcher.events().contains { $0.id?.hasPrefix("fake-") == true }, "\(watcher.transcript)")
             listener.process.signal(SIGKILL)
