@@ -56,9 +56,11 @@ public final class AgentAdvertiser: Sendable {
         let current = agent.configuration.device.name
         guard name != current else { return }
         if name == asked || name == responder.preferredName {
-            logger.notice("name free on the network again; going by it", metadata: ["name": "\(name)", "was": "\(current)"])
+            logger.notice(
+                "name free on the network again; going by it", metadata: ["name": "\(name)", "was": "\(current)"])
         } else {
-            logger.warning("name taken on the network; going by another", metadata: ["asked": "\(asked)", "now": "\(name)"])
+            logger.warning(
+                "name taken on the network; going by another", metadata: ["asked": "\(asked)", "now": "\(name)"])
         }
         agent.override(name: name, kind: nil)
     }

@@ -66,16 +66,17 @@ extension MDNSDeviceSource {
         return false
     }
 
-    /// One liveness round: every device seen waits for a probe (those that answered before
-    /// first), then as many start as the limits allow.
+    /// One liveness round: every device seen waits for a probe (those that answered before at
+    /// the front, so that a stranger's devices never delay a real one's), then as many start as
+    /// the limits allow.
     func checkLiveness() {
         forgetExpired()
         let waiting = seen.keys.filter { !probing.queued.contains($0) && probing.inFlight[$0] == nil }
-        let (proven, unproven) = (waiting.filter { probing.proven.contains($0) }, waiting.filter { !probing.proven.contains($0) })
-        for instance in proven.sorted() + unproven.sorted() {
-            probing.queue.append(instance)
-            probing.queued.insert(instance)
-        }
+        let proven = waiting.filter { probing.proven.contains($0) }.sorted()
+        let unproven = waiting.filter { !probing.proven.contains($0) }.sorted()
+        probing.queue.insert(contentsOf: proven, at: 0)
+        probing.queue.append(contentsOf: unproven)
+        probing.queued.formUnion(waiting)
         startProbes()
     }
 
@@ -125,7 +126,12 @@ extension MDNSDeviceSource {
         }
     }
 
-    private func finish(_ instance: String, _ device: RemoteDevice, _ endpoint: RemoteDevice.Endpoint, succeeded: Bool) {
+    /// A probe's outcome: an answer proves the device at its endpoints; a failure of one never
+    /// proven counts against its endpoint and host (and may give up on it); the status seen
+    /// follows either way.
+    private func finish(
+        _ instance: String, _ device: RemoteDevice, _ endpoint: RemoteDevice.Endpoint, succeeded: Bool
+    ) {
         probing.inFlight[instance] = nil
         probing.busyHosts.remove(endpoint.host)
         defer { startProbes() }

@@ -26,9 +26,10 @@ extension MDNSBrowser {
         public var resolveDelay: TimeAmount = .milliseconds(20)
         /// Between resolve queries for one instance; it doubles after each, up to a minute.
         public var resolveRetryInterval: TimeAmount = .seconds(1)
-        /// The most records cached, so a flood cannot use up memory: about 4 KB each at most
-        /// with their indexes (records of Baton's size take a few hundred bytes). When full, a
-        /// newcomer takes the place of a record of the sender holding the most.
+        /// The most records cached, so a flood cannot use up memory: each at most the
+        /// 9,000-byte datagram it came in (Baton's take a few hundred bytes), TTLs cut to 75
+        /// minutes. When full, a newcomer takes the place of a record of the sender holding the
+        /// most.
         public var cacheCapacity = 4096
         /// The most records one sender address may have cached: a quarter of the capacity by
         /// default (a host advertising some 170 instances). A sender that goes over is flooding:

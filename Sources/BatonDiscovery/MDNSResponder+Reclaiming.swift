@@ -70,7 +70,8 @@ extension MDNSResponder {
         _ = sendGoodbye()
         cancelTimers()  // held answers carry the interim name
         instanceLabel = preferredLabel
-        logger.notice("mDNS: name free again; going back to it", metadata: ["instance": "\(instanceLabel)", "was": "\(interim)"])
+        logger.notice(
+            "mDNS: name free again; going back to it", metadata: ["instance": "\(instanceLabel)", "was": "\(interim)"])
         publishNames()
         announce(on: nil)
     }
