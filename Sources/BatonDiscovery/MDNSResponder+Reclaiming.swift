@@ -97,15 +97,17 @@ extension MDNSResponder {
         reclaimTask = eventLoop.scheduleTask(in: .random(in: timing.probeDelay)) { [self] in sendReclaimProbe() }
     }
 
-    /// A query while renamed: another host probing for the preferred name (records that are not
-    /// ours in its authority section) gets it; our reclaim under way fails.
+    /// A query while reclaiming: another host probing for the preferred name at the same time
+    /// is tiebroken as RFC 6762 §8.2 says (the later records win), so that two renamed devices
+    /// do not fail in step for ever; if it wins, our reclaim fails. Our own probes come back
+    /// identical, which is no conflict.
     func checkProbeForPreferredName(_ message: DNSMessage) {
         guard reclaimProbesSent > 0, !message.authorities.isEmpty else { return }
         let name = preferredFullName
         guard message.questions.contains(where: { $0.name == name }) else { return }
-        let proposed = preferredRecords
         let theirs = message.authorities.filter { $0.name == name }
-        if theirs.contains(where: { record in !proposed.contains { $0.isSameRecord(as: record) } }) {
+        guard !theirs.isEmpty else { return }
+        if DNSResourceRecord.lexicographicOrder(of: preferredRecords, comparedTo: theirs) < 0 {
             reclaimFailed()
         }
     }

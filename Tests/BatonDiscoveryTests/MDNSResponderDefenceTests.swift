@@ -149,7 +149,7 @@ struct MDNSResponderDefenceTests {
         #expect(responder.instanceName == "Living Room TV")
     }
 
-    @Test func anotherHostProbingForTheNameMeanwhileKeepsUsRenamed() throws {
+    @Test func aReclaimLosingTheTiebreakToAnotherHostsProbeKeepsUsRenamed() throws {
         let transport = FakeTransport()
         let responder = makeResponder(transport)
         _ = responder.start()
@@ -164,7 +164,24 @@ struct MDNSResponderDefenceTests {
                 authorities: claim().answers),
             from: stranger)
         transport.advance(1_000)
-        #expect(responder.instanceName == "Living Room TV (2)")
+        #expect(responder.instanceName == "Living Room TV (2)", "their SRV against our TXT: we lose (§8.2)")
+    }
+
+    @Test func aReclaimWinningTheTiebreakTakesTheNameBack() throws {
+        let transport = FakeTransport()
+        let responder = makeResponder(transport)
+        _ = responder.start()
+        transport.loop.run()
+        transport.advance(10_750)
+        transport.deliver(claim(), from: stranger)
+        transport.deliver(claim(), from: stranger)
+        transport.advance(5_900)  // our first reclaim probe is out
+        // An earlier set than ours: a TXT that sorts before our `id=abc`.
+        let earlier = DNSResourceRecord(name: instance, cacheFlush: true, ttl: 120, data: .txt(entries: [entry("a", "a")]))
+        transport.deliver(
+            DNSMessage(questions: [DNSQuestion(name: instance, type: .any)], authorities: [earlier]), from: stranger)
+        transport.advance(1_000)
+        #expect(responder.instanceName == "Living Room TV")
     }
 }
 
