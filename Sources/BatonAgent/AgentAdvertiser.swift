@@ -8,7 +8,8 @@ import NIOPosix
 /// with the TXT record of ``DeviceAdvertisement``, and says goodbye when stopped.
 ///
 /// A name already taken on the network is renamed as RFC 6762 §9 says (`Living Room TV (2)`);
-/// the agent then goes by that name, in Describe answers too, so that every client sees one name.
+/// the agent then goes by that name, in Describe answers too, so that every client sees one name,
+/// and goes back to its own once the responder has taken it back (the conflict over).
 public final class AgentAdvertiser: Sendable {
     /// The responder; its ``MDNSResponder/instanceName`` is the name advertised now.
     public let responder: MDNSResponder
@@ -29,30 +30,38 @@ public final class AgentAdvertiser: Sendable {
         let loop = agent.runtime.eventLoop
         return MDNSTransport.start(configuration: configuration, on: loop, logger: logger).flatMapThrowing { transport in
             let device = agent.configuration.device
+            let asked = device.name
             let responder = MDNSResponder(
                 instanceName: device.name, port: UInt16(port),
                 txt: DeviceAdvertisement.txt(for: device, account: account), transport: transport, timing: timing,
                 logger: logger)
             let advertiser = AgentAdvertiser(responder: responder, transport: transport)
             responder.start().whenSuccess { name in
-                advertiser.adopt(name, agent: agent, logger: logger)
+                advertiser.adopt(name, asked: asked, agent: agent, logger: logger)
                 logger.info("advertised over mDNS", metadata: ["name": "\(name)", "port": "\(port)"])
             }
             let changes = responder.nameChanges
             Task {
                 for await name in changes {
-                    loop.execute { advertiser.adopt(name, agent: agent, logger: logger) }
+                    loop.execute { advertiser.adopt(name, asked: asked, agent: agent, logger: logger) }
                 }
             }
             return advertiser
         }
     }
 
-    /// Takes the advertised name as the device's own.
-    private func adopt(_ name: String, agent: Agent, logger: Logger) {
-        let configured = agent.configuration.device.name
-        guard name != configured else { return }
-        logger.warning("name taken on the network; going by another", metadata: ["asked": "\(configured)", "now": "\(name)"])
+    /// Takes the advertised name as the device's own: another after a conflict (`asked` being
+    /// the one configured), or `asked` again once the conflict is over.
+    private func adopt(_ name: String, asked: String, agent: Agent, logger: Logger) {
+        let current = agent.configuration.device.name
+        guard name != current else { return }
+        if name == asked || name == responder.preferredName {
+            logger.notice(
+                "name free on the network again; going by it", metadata: ["name": "\(name)", "was": "\(current)"])
+        } else {
+            logger.warning(
+                "name taken on the network; going by another", metadata: ["asked": "\(asked)", "now": "\(name)"])
+        }
         agent.override(name: name, kind: nil)
     }
 

@@ -7,29 +7,41 @@ import NIOCore
 /// goodbye or whose records expire is lost. Liveness: every device found is asked to describe
 /// itself every `liveness / 3`; one that does not answer is seen `unavailable`, and `available`
 /// again when it answers.
+///
+/// What mDNS says is anyone's to say, so probes are bounded (see ``ProbeLimits``): a few at
+/// once, one at a time per host, and a device that never answered is given up on after a few
+/// failures at its endpoint (or at its host, or when failures come too fast overall): it is
+/// lost and its sighting ignored for a while. A device that answered once is not given up on
+/// that way (it is `unavailable` until mDNS says it is gone).
 public final class MDNSDeviceSource: DeviceSource, @unchecked Sendable {
     public let name = "mdns"
-    private let eventLoop: any EventLoop
+    let eventLoop: any EventLoop
     private let configuration: MDNSTransport.Configuration
     private let timing: MDNSBrowser.Timing
     private let liveness: TimeAmount
-    private let probe: (RemoteDevice) -> EventLoopFuture<Void>
-    private let logger: Logger
-    private weak var directory: (any DeviceSourceDelegate)?
+    let probe: (RemoteDevice) -> EventLoopFuture<Void>
+    let limits: ProbeLimits
+    let logger: Logger
+    private(set) weak var directory: (any DeviceSourceDelegate)?
     private var transport: MDNSTransport?
-    private var browser: MDNSBrowser?
+    private(set) var browser: MDNSBrowser?
     private var livenessTask: RepeatedTask?
-    private var stopped = false
+    var stopped = false
     /// What each instance advertises, as last seen.
-    private var seen: [String: RemoteDevice] = [:]
+    var seen: [String: RemoteDevice] = [:]
+    /// The probes' bookkeeping; see ``MDNSDeviceSource+Probing``.
+    var probing = ProbeState()
 
     /// A source browsing with `configuration` and `timing`, checking liveness every
-    /// `liveness / 3` with `probe` (which fails when the device does not answer).
+    /// `liveness / 3` with `probe` (which fails when the device does not answer), within
+    /// `limits`.
     public init(
         on eventLoop: any EventLoop, configuration: MDNSTransport.Configuration = MDNSTransport.Configuration(),
         timing: MDNSBrowser.Timing = MDNSBrowser.Timing(), liveness: TimeAmount,
-        probe: @escaping (RemoteDevice) -> EventLoopFuture<Void>, logger: Logger
+        probe: @escaping (RemoteDevice) -> EventLoopFuture<Void>, logger: Logger,
+        limits: ProbeLimits = ProbeLimits()
     ) {
+        self.limits = limits
         self.eventLoop = eventLoop
         self.configuration = configuration
         self.timing = timing
@@ -41,8 +53,7 @@ public final class MDNSDeviceSource: DeviceSource, @unchecked Sendable {
     /// Opens the mDNS sockets and browses. Sockets that cannot be opened are a problem
     /// reported, and enumeration goes on without mDNS.
     public func start(reportingTo directory: any DeviceSourceDelegate) {
-        eventLoop.preconditionInEventLoop()
-        self.directory = directory
+        attach(directory)
         MDNSTransport.start(configuration: configuration, on: eventLoop, logger: logger).whenComplete { [self] result in
             switch result {
             case .success(let transport):
@@ -82,7 +93,14 @@ public final class MDNSDeviceSource: DeviceSource, @unchecked Sendable {
         return browser.stop().flatMap { transport.close() }
     }
 
-    private func handle(_ event: MDNSBrowser.Event) {
+    /// Reports to `directory` from now on (``start(reportingTo:)`` does; tests feed events
+    /// without a transport).
+    func attach(_ directory: any DeviceSourceDelegate) {
+        eventLoop.preconditionInEventLoop()
+        self.directory = directory
+    }
+
+    func handle(_ event: MDNSBrowser.Event) {
         switch event {
         case .added(let service), .updated(let service):
             guard let device = DeviceAdvertisement.device(from: service) else {
@@ -90,6 +108,14 @@ public final class MDNSDeviceSource: DeviceSource, @unchecked Sendable {
                 logger.debug("mDNS instance without a device id", metadata: ["instance": "\(service.instanceName)"])
                 lose(service.instanceName)
                 return
+            }
+            guard !isIgnored(service.instanceName, at: device) else {
+                lose(service.instanceName)
+                return
+            }
+            if seen[service.instanceName]?.endpoints != device.endpoints {
+                // Somewhere else now: what was proven there proves nothing here.
+                probing.proven.remove(service.instanceName)
             }
             // A fresh advertisement means the agent is there.
             seen[service.instanceName] = device
@@ -102,22 +128,10 @@ public final class MDNSDeviceSource: DeviceSource, @unchecked Sendable {
         }
     }
 
-    private func lose(_ instance: String) {
+    func lose(_ instance: String) {
+        probing.proven.remove(instance)
         guard seen.removeValue(forKey: instance) != nil else { return }
         directory?.source(self, lost: instance)
-    }
-
-    private func checkLiveness() {
-        for (instance, device) in seen {
-            probe(device).whenComplete { [self] result in
-                guard var now = seen[instance], now.info.id == device.info.id else { return }
-                let status: DeviceStatus = result.isSuccess ? .available : .unavailable
-                guard now.status != status else { return }
-                now.status = status
-                seen[instance] = now
-                directory?.source(self, sees: now, as: instance)
-            }
-        }
     }
 }
 

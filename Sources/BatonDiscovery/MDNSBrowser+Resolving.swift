@@ -7,6 +7,7 @@ extension MDNSBrowser {
     func handleResponse(_ received: MDNSReceivedMessage, fromLegacyReply: Bool = false) {
         let now = eventLoop.now
         let interfaceIndex = received.interfaceIndex ?? 0
+        let sender = received.source.ipAddress ?? ""
         let records = received.message.answers + received.message.additionals
         // One jitter for the packet, so that its records are refreshed by one query.
         let jitter = Double.random(in: 0...0.02)
@@ -21,7 +22,9 @@ extension MDNSBrowser {
             default:
                 continue
             }
-            cache.insert(record, interfaceIndex: interfaceIndex, at: now, jitter: jitter, fromLegacyReply: fromLegacyReply)
+            cache.insert(
+                record, interfaceIndex: interfaceIndex, at: now, jitter: jitter, fromLegacyReply: fromLegacyReply,
+                sender: sender)
         }
         // Addresses after the SRV records, which may be in the same packet.
         let addresses = records.filter { $0.recordClass == .internet && ($0.type == .a || $0.type == .aaaa) }
@@ -36,14 +39,33 @@ extension MDNSBrowser {
                 }
                 guard let instances = owners[record.name] ?? reportedOwners?[record.name] else { continue }
                 cache.insert(
-                    record, interfaceIndex: interfaceIndex, at: now, jitter: jitter, fromLegacyReply: fromLegacyReply)
+                    record, interfaceIndex: interfaceIndex, at: now, jitter: jitter, fromLegacyReply: fromLegacyReply,
+                    sender: sender)
                 affected.formUnion(instances)
             }
         }
+        affected.formUnion(takeEvictions())
         guard !affected.isEmpty else { return }
         lastAnswerAt = now
         reconcile(affected)
         rescheduleCacheTimer()
+    }
+
+    /// Notes the records the cache gave up to make room or because their sender flooded, and
+    /// logs each newly caught flooder once; returns the instances they may have changed.
+    private func takeEvictions() -> Set<DNSName> {
+        for flooder in cache.takeNewFlooders() {
+            logger.warning(
+                "mDNS: a host sent more records than its quota; ignoring it for a while",
+                metadata: [
+                    "from": "\(flooder)", "quota": "\(cache.senderQuota)", "for": "\(timing.floodPenalty)",
+                ])
+        }
+        var affected = Set<DNSName>()
+        for entry in cache.takeEvicted() {
+            affected.formUnion(noteRemoval(of: entry, reason: .expired))
+        }
+        return affected
     }
 
     /// Reports what changed of the `affected` instances (all when nil) since they were last

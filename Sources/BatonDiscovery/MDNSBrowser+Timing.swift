@@ -26,9 +26,20 @@ extension MDNSBrowser {
         public var resolveDelay: TimeAmount = .milliseconds(20)
         /// Between resolve queries for one instance; it doubles after each, up to a minute.
         public var resolveRetryInterval: TimeAmount = .seconds(1)
-        /// The most records cached; more are dropped (and logged), so a flood cannot use up
-        /// memory.
+        /// The most records cached, so a flood cannot use up memory: each at most the
+        /// 9,000-byte datagram it came in (Baton's take a few hundred bytes), TTLs cut to 75
+        /// minutes. When full, a newcomer takes the place of a record of the sender holding the
+        /// most.
         public var cacheCapacity = 4096
+        /// The most records one sender address may have cached: a quarter of the capacity by
+        /// default (a host advertising some 170 instances). A sender that goes over is flooding:
+        /// its records are dropped and it is not heard for ``floodPenalty`` (logged once).
+        public var cacheQuotaPerSender: Int?
+        /// The most records of the service type browsed (PTR, SRV, TXT): three quarters of the
+        /// capacity by default, so hosts' addresses always have room.
+        public var cacheQuotaPerServiceType: Int?
+        /// How long a sender caught flooding the cache is not heard.
+        public var floodPenalty: TimeAmount = .seconds(60)
 
         /// RFC 6762's values.
         public init() {}

@@ -14,7 +14,10 @@ import NIOCore
 /// them. For each instance it gets the SRV,
 /// TXT and the target host's addresses, asking for what an answer left out, and keeps them in a
 /// cache that asks again before TTLs run out (§5.2) and honours goodbyes and the cache-flush bit
-/// (§10).
+/// (§10). A goodbye takes effect a second later, so the owner's answer to a forged one cancels
+/// it. A flood cannot fill the cache for good: TTLs are cut to 75 minutes, each sender address
+/// and the service type have a quota, a sender over its quota is not heard for a while, and a
+/// full cache makes room for a newcomer (see ``Timing/cacheCapacity``).
 ///
 /// Events come in order, on the event loop, to the `onEvent` handler if given, and through
 /// ``events``: ``Event/added(_:)`` once SRV, TXT and an address are known, ``Event/updated(_:)``
@@ -85,7 +88,9 @@ public final class MDNSBrowser: @unchecked Sendable {
         self.timing = timing
         self.logger = logger
         self.onEvent = onEvent
-        self.cache = MDNSCache(capacity: timing.cacheCapacity)
+        self.cache = MDNSCache(
+            capacity: timing.cacheCapacity, senderQuota: timing.cacheQuotaPerSender,
+            serviceTypeQuota: timing.cacheQuotaPerServiceType, floodPenalty: timing.floodPenalty)
         self.queryInterval = timing.initialQueryInterval
         (events, continuation) = AsyncStream.makeStream(of: Event.self)
     }

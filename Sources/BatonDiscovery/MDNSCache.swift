@@ -16,6 +16,17 @@ import NIOCore
 ///   for them, so they never cut short what multicast taught us, and are never listed as known
 ///   answers, so that the next query has every responder multicast them with their real TTL.
 ///
+/// - What a stranger can make it hold (RFC 6762 §21 leaves it to us): every TTL is cut to
+///   ``maximumTTL``; each sender address may hold ``senderQuota`` records and each service type
+///   ``serviceTypeQuota``; a sender that goes over its quota is flooding: its records are dropped
+///   and it is not heard for ``floodPenalty``. When the cache is full (or a type is), a
+///   newcomer takes the place of a record of the sender holding the most, so a real device that
+///   starts during or after a flood still gets in. Memory is bounded: at most ``capacity``
+///   records, each no larger than the 9,000-byte datagram it came in (RFC 6762 §17; a few
+///   hundred bytes in practice), indexed once by name and once by sender, and at most
+///   ``maximumPenalties`` senders being ignored: with the defaults, 4,096 records, under 40 MB
+///   at the very worst and about 2 MB for records of Baton's size.
+///
 /// Times come from the caller (the event loop's clock), so tests can run it in virtual time.
 struct MDNSCache {
     /// One cached record.
@@ -34,6 +45,8 @@ struct MDNSCache {
         /// Whether it came from a legacy unicast reply, with a capped TTL, and nothing has
         /// replaced it since.
         var isFromLegacyReply = false
+        /// The address of the host that sent it last, whose quota it counts against.
+        var sender = ""
 
         /// When the next refresh is due; nil when all are done or the record is going.
         var nextRefresh: NIODeadline? {
@@ -70,35 +83,79 @@ struct MDNSCache {
     /// Where in its lifetime a record is asked for again.
     static let refreshPoints: [Double] = [0.80, 0.85, 0.90, 0.95]
 
-    private struct NameAndType: Hashable {
+    struct NameAndType: Hashable {
         var name: DNSName
         var type: DNSRecordType
     }
 
     /// One record of a name and type: its data, on one interface.
-    private struct DataKey: Hashable {
+    struct DataKey: Hashable {
         var interfaceIndex: Int
         var data: DNSRecordData
     }
 
     /// The entries by name and type, then by interface and data: listing a name's records
     /// hashes one key, not one per record.
-    private var entries: [NameAndType: [DataKey: Entry]] = [:]
+    var entries: [NameAndType: [DataKey: Entry]] = [:]
     /// How many entries there are.
-    private(set) var count = 0
+    var count = 0
     /// Every interface an entry was learned on, for lookups across interfaces.
     private var interfaceIndices = Set<Int>()
     /// The earliest expiry or refresh, kept as records come in (each packet must cost little);
     /// nil when it must be found again, after removals and refreshes.
-    private var earliest: NIODeadline??
+    var earliest: NIODeadline??
+
+    /// Where one entry is: its name and type, then its interface and data.
+    struct Slot: Hashable {
+        var nameAndType: NameAndType
+        var key: DataKey
+    }
+
+    /// The entries each sender holds, for its quota and for eviction.
+    var slotsBySender: [String: Set<Slot>] = [:]
+    /// How many entries each service type has, and of those how many each sender holds.
+    var countsByType: [DNSName: (total: Int, bySender: [String: Int])] = [:]
+    /// Senders caught flooding, and until when they are not heard.
+    var penalties: [String: NIODeadline] = [:]
+    /// Entries evicted or purged since ``takeEvicted()`` was last called: the browser reports
+    /// what they leave behind.
+    var evicted: [Entry] = []
+    /// Senders caught flooding since ``takeNewFlooders()`` was last called, to log once each.
+    var newFlooders: [String] = []
+
+    /// The longest TTL kept: RFC 6762 §10's 75 minutes, the TTL it recommends for shared
+    /// records and the longest any Baton responder gives. A longer one (2^31 seconds, say)
+    /// would keep a stranger's record for ever after it stops sending.
+    static let maximumTTL: UInt32 = 4_500
+    /// The most senders ignored at once (each was caught over its quota).
+    static let maximumPenalties = 1_024
 
     /// The most entries kept; records beyond are dropped, so a flood cannot use up memory.
     let capacity: Int
+    /// The most entries one sender address may hold; one that sends more is flooding.
+    let senderQuota: Int
+    /// The most entries of one service type (PTRs of the type, SRV and TXT of its instances).
+    let serviceTypeQuota: Int
+    /// How long a sender caught flooding is not heard.
+    let floodPenalty: TimeAmount
     /// How many records were dropped because the cache was full.
-    private(set) var droppedForCapacity = 0
+    var droppedForCapacity = 0
+    /// How many records were refused or dropped because their sender flooded.
+    var droppedForFlooding = 0
 
-    init(capacity: Int = 4096) {
+    /// A cache of at most `capacity` records; a sender may hold `senderQuota` (a quarter of the
+    /// capacity by default: a host with 170 instances of a type), a service type
+    /// `serviceTypeQuota` (three quarters, leaving room for addresses); a sender over its quota
+    /// is not heard for `floodPenalty`.
+    init(
+        capacity: Int = 4096, senderQuota: Int? = nil, serviceTypeQuota: Int? = nil,
+        floodPenalty: TimeAmount = .seconds(60)
+    ) {
         self.capacity = capacity
+        // A tiny cache (tests') is all one sender's and one type's.
+        self.senderQuota = senderQuota ?? (capacity >= 64 ? capacity / 4 : capacity)
+        self.serviceTypeQuota = serviceTypeQuota ?? (capacity >= 64 ? capacity * 3 / 4 : capacity)
+        self.floodPenalty = floodPenalty
     }
 
     /// Takes in `record`, received on `interfaceIndex` at `now`. Returns whether the cache
@@ -115,27 +172,25 @@ struct MDNSCache {
     @discardableResult
     mutating func insert(
         _ record: DNSResourceRecord, interfaceIndex: Int, at now: NIODeadline,
-        jitter: Double = .random(in: 0...0.02), fromLegacyReply: Bool = false
+        jitter: Double = .random(in: 0...0.02), fromLegacyReply: Bool = false, sender: String = ""
     ) -> Bool {
+        guard !isIgnoring(sender, at: now) else {
+            droppedForFlooding += 1
+            return false
+        }
+        var record = record
+        record.ttl = min(record.ttl, Self.maximumTTL)
         let nameAndType = NameAndType(name: record.name, type: record.type)
         let key = DataKey(interfaceIndex: interfaceIndex, data: record.data)
         if fromLegacyReply {
             guard record.ttl > 0, entries[nameAndType]?[key] == nil else { return false }
-            guard count < capacity else {
-                droppedForCapacity += 1
-                return false
-            }
+            guard admit(record, from: sender, at: now) else { return false }
             var entry = Entry(
                 record: record, interfaceIndex: interfaceIndex, received: now,
-                expires: now + .seconds(Int64(record.ttl)), jitter: jitter)
+                expires: now + .seconds(Int64(record.ttl)), jitter: jitter, sender: sender)
             entry.record.cacheFlush = false
             entry.isFromLegacyReply = true
-            entries[nameAndType, default: [:]][key] = entry
-            if case .some(let known) = earliest {
-                earliest = .some(known.map { min($0, entry.nextDeadline) } ?? entry.nextDeadline)
-            }
-            count += 1
-            interfaceIndices.insert(interfaceIndex)
+            store(entry, Slot(nameAndType: nameAndType, key: key), replacing: nil)
             return true
         }
         if record.ttl == 0 {
@@ -161,23 +216,13 @@ struct MDNSCache {
             }
         }
         let existing = entries[nameAndType]?[key]
-        if existing == nil, count >= capacity {
-            droppedForCapacity += 1
+        if existing == nil, !admit(record, from: sender, at: now) {
             return false
         }
         let entry = Entry(
             record: record, interfaceIndex: interfaceIndex, received: now, expires: now + .seconds(Int64(record.ttl)),
-            jitter: jitter)
-        entries[nameAndType, default: [:]][key] = entry
-        // A replaced entry may have been the earliest; then this is early, which only costs a
-        // timer that finds nothing to do.
-        if case .some(let known) = earliest {
-            earliest = .some(known.map { min($0, entry.nextDeadline) } ?? entry.nextDeadline)
-        }
-        if existing == nil {
-            count += 1
-            interfaceIndices.insert(interfaceIndex)
-        }
+            jitter: jitter, sender: sender)
+        store(entry, Slot(nameAndType: nameAndType, key: key), replacing: existing)
         return existing == nil || existing?.fate != nil
     }
 
@@ -273,10 +318,29 @@ struct MDNSCache {
         }
     }
 
-    private mutating func remove(_ nameAndType: NameAndType, _ key: DataKey) {
-        guard entries[nameAndType]?.removeValue(forKey: key) != nil else { return }
+    mutating func remove(_ nameAndType: NameAndType, _ key: DataKey) {
+        guard let entry = entries[nameAndType]?.removeValue(forKey: key) else { return }
         earliest = nil
         count -= 1
         if entries[nameAndType]?.isEmpty == true { entries[nameAndType] = nil }
+        unindex(entry, Slot(nameAndType: nameAndType, key: key))
+    }
+
+    /// Puts `entry` at `slot`, in place of `existing` if there was one, and indexes it.
+    private mutating func store(_ entry: Entry, _ slot: Slot, replacing existing: Entry?) {
+        entries[slot.nameAndType, default: [:]][slot.key] = entry
+        // A replaced entry may have been the earliest; then this is early, which only costs a
+        // timer that finds nothing to do.
+        if case .some(let known) = earliest {
+            earliest = .some(known.map { min($0, entry.nextDeadline) } ?? entry.nextDeadline)
+        }
+        if let existing {
+            guard existing.sender != entry.sender else { return }
+            unindex(existing, slot)
+        } else {
+            count += 1
+            interfaceIndices.insert(slot.key.interfaceIndex)
+        }
+        index(entry, slot)
     }
 }

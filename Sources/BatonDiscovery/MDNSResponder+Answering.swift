@@ -8,6 +8,7 @@ extension MDNSResponder {
     /// answering while probing again after a link change or a conflict, as the names were ours.
     func handleQuery(_ received: MDNSReceivedMessage) {
         let message = received.message
+        if phase == .announced { checkProbeForPreferredName(message) }
         if phase == .probing, !message.authorities.isEmpty, handleSimultaneousProbe(received) {
             return
         }

@@ -46,6 +46,7 @@ extension MDNSResponder {
         phase = .announced
         logger.debug("mDNS: probing done", metadata: ["instance": "\(instanceLabel)", "host": "\(host)"])
         announce(on: nil)
+        scheduleReclaim()
         startPromise?.succeed(instanceLabel)
         startPromise = nil
     }
@@ -96,12 +97,18 @@ extension MDNSResponder {
 
     /// A response: while probing, any record of a name we probe for that is not ours means the
     /// name is taken (§8.1); once announced, a record of the same name and type as one of ours
-    /// with other data is a conflict (§9), and we probe again to find out.
+    /// with other data is a conflict (§9), and we probe again to find out. Once announced, a
+    /// goodbye for our records is answered (§10.1) and, if renamed, what is said of the name
+    /// asked for is noted.
     func handleResponse(_ received: MDNSReceivedMessage) {
         // RFC 6762 §6: responses from any other port are not mDNS responses.
         guard received.sourcePort == 5353 else { return }
         let message = received.message
         let records = message.answers + message.authorities + message.additionals
+        if phase == .announced {
+            if records.contains(where: isGoodbyeForOwnRecord) { defendAgainstGoodbye(from: received) }
+            checkPreferredName(in: records)
+        }
         let instance = instanceFullName
         for record in records where record.ttl > 0 && (record.name == instance || record.name == host) {
             guard !isOwnRecord(record) else { continue }

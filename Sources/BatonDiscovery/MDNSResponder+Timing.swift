@@ -31,6 +31,18 @@ extension MDNSResponder {
         /// The TTL of shared records: the service PTR and the service type enumeration PTR
         /// (§10: 75 minutes).
         public var sharedRecordTTL: UInt32 = 4500
+        /// How long after a rename the responder first probes for the name asked for again; each
+        /// probe that finds it still taken doubles the wait, up to ``maximumReclaimInterval``.
+        /// A goodbye for that name brings the next probe forward (at most once per interval).
+        public var reclaimInterval: TimeAmount = .seconds(5)
+        /// The longest wait between probes for the name asked for (a real second device of the
+        /// same name answers three small probes this often).
+        public var maximumReclaimInterval: TimeAmount = .seconds(20)
+        /// The least time between two re-announcements answering goodbyes for our records on
+        /// one interface (§10.1 gives the owner one second to rescue them; §6 allows 250 ms
+        /// between multicasts of a record when defending it): a stream of spoofed goodbyes
+        /// makes at most four small packets a second.
+        public var goodbyeDefenseInterval: TimeAmount = .milliseconds(250)
 
         /// RFC 6762's values.
         public init() {}

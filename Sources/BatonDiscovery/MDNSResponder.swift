@@ -10,7 +10,12 @@ import NIOCore
 /// RFC 6762 §9), then announces twice, one second apart. From then on it answers queries for
 /// its records (multicast, unicast when asked or to legacy resolvers), leaves out what the
 /// querier already knows, and defends its names: a conflicting record seen later sends it back
-/// to probing, and so to a new name if the other host keeps its claim. ``stop()`` says goodbye.
+/// to probing, and so to a new name if the other host keeps its claim. Once renamed, it probes
+/// for the name asked for again (after ``Timing/reclaimInterval``, backing off to
+/// ``Timing/maximumReclaimInterval``, sooner when the holder says goodbye) and takes it back as
+/// soon as no one holds it. A goodbye someone else sends for records it still holds is answered
+/// by announcing them again within ``Timing/goodbyeDefenseInterval`` (RFC 6762 §10.1), so a
+/// spoofed goodbye does not make the instance vanish. ``stop()`` says goodbye.
 ///
 /// Records: PTR `service → instance` (shared), SRV and TXT of the instance, and A/AAAA of the
 /// host name (unique, with the cache-flush bit), plus PTR `_services._dns-sd._udp.local. →
@@ -60,6 +65,22 @@ public final class MDNSResponder: @unchecked Sendable {
     var pendingResponses: [PendingKey: PendingResponse] = [:]
     /// When each of our records was last multicast on each interface, for QU answers (§5.4).
     var lastMulticast: [RecordKey: [Int: NIODeadline]] = [:]
+    /// The instance name asked for, which the responder goes back to after a conflict ends.
+    let preferredLabel: String
+    /// The next probe for the preferred name while renamed, or the wait before it.
+    var reclaimTask: Scheduled<Void>?
+    /// Probes sent in the reclaim under way; 0 while none is.
+    var reclaimProbesSent = 0
+    /// Reclaims that found the preferred name still taken since the last rename, for backoff.
+    var reclaimFailures = 0
+    /// When a goodbye for the preferred name last brought a reclaim forward.
+    var lastReclaimNudge: NIODeadline?
+    /// Re-announcements answering goodbyes for our records, by interface (nil: all), when
+    /// sent or due.
+    var goodbyeDefenses: [Int?: NIODeadline] = [:]
+    var goodbyeDefenseTasks: [Int?: Scheduled<Void>] = [:]
+    /// When a spoofed goodbye was last logged, so a stream of them logs once a minute.
+    var lastGoodbyeLog: NIODeadline?
 
     enum Phase {
         case idle, probing, announced, stopped
@@ -127,6 +148,7 @@ public final class MDNSResponder: @unchecked Sendable {
         var label = Self.fitLabel(instanceName, limit: limit)
         if label.isEmpty { label = Self.fitLabel("Baton", limit: limit) }
         self.instanceLabel = label
+        self.preferredLabel = label
         let host = hostName ?? Self.randomHostName()
         self.host = host
         self.published = NIOLockedValueBox((label, host))
@@ -137,6 +159,10 @@ public final class MDNSResponder: @unchecked Sendable {
     public var instanceName: String {
         published.withLockedValue { $0.instance }
     }
+
+    /// The instance name asked for, fitted to a DNS label: the one the responder goes back to
+    /// after a conflict ends.
+    public var preferredName: String { preferredLabel }
 
     /// The host name now: the one given or made up, or the one moved to after a conflict.
     public var hostName: DNSName {
@@ -230,6 +256,9 @@ public final class MDNSResponder: @unchecked Sendable {
         announcementTasks = [:]
         for pending in pendingResponses.values { pending.task.cancel() }
         pendingResponses = [:]
+        cancelReclaim()
+        for task in goodbyeDefenseTasks.values { task.cancel() }
+        goodbyeDefenseTasks = [:]
     }
 
     /// Makes the names now in use visible to other threads, and the instance name to
