@@ -122,7 +122,7 @@ struct ImpostorTests {
 
             // The stranger goes (killed: no goodbye); the TV probes for its name again and takes it back.
             stranger.process.signal(SIGKILL)
-            let back = await eventually(within: 30) { tv.log.contains("name free again on the network") }
+            let back = await eventually(within: 30) { tv.log.contains("name free on the network again") }
             #expect(back, "the TV never took its name back; its log:\n\(tv.log)")
             let described = try await pair.baton(in: pair.b, ["describe", tv.id, "--json"])
             #expect((try? JSON.parse(described.stdout))?["device"]?["name"] == .string("Living Room TV"), "\(described)")
