@@ -172,15 +172,20 @@ extension AccountCommand {
                 For machines with no network path to this one. Run on the device that made the \
                 account (it holds the account's key); carry the file to the new device and run \
                 baton account import FILE there. The file holds the new device's private key: \
-                keep it secret, and delete it once imported.
+                keep it secret, and delete it once imported. --output FILE writes a new file \
+                0600; standard output redirected to a file is made 0600 before the key is \
+                written.
 
                 Example:
-                  baton account export-device "Living Room TV" > tv.baton
+                  baton account export-device "Living Room TV" --output tv.baton
                 """
         )
 
         @Argument(help: "The new device's name.")
         var name: String
+
+        @Option(name: .shortAndLong, help: ArgumentHelp("Write the device file here (mode 0600) instead of standard output.", valueName: "file"))
+        var output: String?
 
         @OptionGroup var logging: LoggingOptions
 
@@ -193,7 +198,9 @@ extension AccountCommand {
             let folder = ConfigurationFolder.standard
             let credentials = AccountCommand.credentials(folder, logging)
             let text = AccountCommand.attempt(logging) { try credentials.exportDevice(named: name, in: folder).serialized() }
-            print(text, terminator: "")
+            AccountCommand.attempt(logging) {
+                if let output { try PrivateOutput.write(text, to: output) } else { try PrivateOutput.writeStandardOutput(text) }
+            }
             StandardError.write("baton: wrote a device file for \"\(name)\" (it holds a private key: keep it secret)\n")
         }
     }
