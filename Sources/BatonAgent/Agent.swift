@@ -25,6 +25,8 @@ public final class Agent: @unchecked Sendable {
     var nextConnectionNumber = 1
     /// The account's trust store, when serving over TLS: who callers are, and enrolment.
     var trustStore: TrustStore?
+    /// Join attempts taken, per caller address and in all.
+    let joinLimiter = JoinLimiter()
     /// Provider task names by app and service (only services that channels opened to).
     private var providerTaskNames: [ProviderKey: String] = [:]
     /// The `conn` objects of the channels clients open (providers receive them).
