@@ -25,7 +25,7 @@ extension ConfigurationFolder {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
-            let n = read(fd, &chunk, chunk.count)
+            let n = Glibc.read(fd, &chunk, chunk.count)
             if n < 0, errno == EINTR { continue }
             guard n >= 0 else { throw SecurityError.storage("cannot read \(path): \(String(cString: strerror(errno)))") }
             if n == 0 { break }

@@ -7,7 +7,7 @@ extension AccountCommand {
     enum PrivateOutput {
         /// Writes `text` to the new file `path`, made 0600 and never through a symbolic link:
         /// a temporary file created with O_EXCL (so no one else holds it open) renamed into place.
-        static func write(_ text: String, to path: String) throws(PrivateOutputError) {
+        static func write(_ text: String, to path: String) throws {
             let temporary = path + ".tmp.\(getpid())"
             let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw PrivateOutputError("cannot write \(temporary): \(String(cString: strerror(errno)))") }
@@ -30,7 +30,7 @@ extension AccountCommand {
         /// Writes `text` to standard output; when that is a regular file (`> tv.baton`), it is
         /// made 0600 first, and nothing is written if it cannot be. A pipe or terminal is the
         /// caller's to keep.
-        static func writeStandardOutput(_ text: String) throws(PrivateOutputError) {
+        static func writeStandardOutput(_ text: String) throws {
             var info = stat()
             if fstat(1, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 != 0 {
                 guard fchmod(1, 0o600) == 0 else {
@@ -42,7 +42,7 @@ extension AccountCommand {
             try writeAll(text, to: 1, named: "standard output")
         }
 
-        private static func writeAll(_ text: String, to fd: Int32, named name: String) throws(PrivateOutputError) {
+        private static func writeAll(_ text: String, to fd: Int32, named name: String) throws {
             let bytes = Array(text.utf8)
             var offset = 0
             while offset < bytes.count {

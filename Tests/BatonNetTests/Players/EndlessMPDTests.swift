@@ -21,7 +21,8 @@ struct EndlessMPDTests {
         private let stopped = NSLock()
         private var isStopped = false
         /// The bytes of pairs written, over all connections.
-        private(set) var written = 0
+        private var writtenBytes = 0
+        var written: Int { stopped.withLock { writtenBytes } }
 
         init() throws {
             listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -66,7 +67,7 @@ struct EndlessMPDTests {
             while recv(fd, &byte, 1, 0) == 1, byte != UInt8(ascii: "\n") {}
             let chunk = String(repeating: "file: music/never-ending-song.flac\n", count: 2000)
             while isRunning, send(fd, chunk) {
-                stopped.withLock { written += chunk.utf8.count }
+                stopped.withLock { writtenBytes += chunk.utf8.count }
             }
         }
 
