@@ -41,7 +41,7 @@ enum RevocationPush {
             }
             return EventLoopFuture.whenAllSucceed(meetings, on: loop)
         }.wait().wait()
-        try loop.submit { directory.stop() }.wait()
+        try loop.submit { directory.stop() }.wait().wait()
         return met.sorted { $0.device.info.name < $1.device.info.name }
     }
 
