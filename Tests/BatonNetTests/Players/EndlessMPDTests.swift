@@ -66,7 +66,8 @@ struct EndlessMPDTests {
             // Waits for a command, then never ends its answer.
             var byte: UInt8 = 0
             while recv(fd, &byte, 1, 0) == 1, byte != UInt8(ascii: "\n") {}
-            let chunk = String(repeating: "file: music/never-ending-song.flac\n", count: 2000)
+            // Long lines (well under the 1 MiB line cap): bytes pile up fast, as in the attack.
+            let chunk = String(repeating: "file: music/" + String(repeating: "never-ending-song/", count: 200) + "x.flac\n", count: 20)
             while isRunning, send(fd, chunk) {
                 stopped.withLock { writtenBytes += chunk.utf8.count }
             }
