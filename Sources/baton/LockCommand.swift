@@ -1,6 +1,7 @@
 import ArgumentParser
 import BatonCore
 import BatonLua
+import Foundation
 
 /// `baton lock`: the locks runs share (`baton run --lock`, `baton.lock`).
 struct LockCommand: ParsableCommand {
@@ -46,7 +47,8 @@ struct LockCommand: ParsableCommand {
 
         func run() throws {
             do {
-                try NamedLock.checkFolder()
+                // No folder yet: no locks, nothing to distrust.
+                if FileManager.default.fileExists(atPath: NamedLock.folder) { try NamedLock.checkFolder() }
             } catch {
                 // A folder others may write to says nothing trustworthy of its locks.
                 StandardError.write("baton: \(error)\n")

@@ -46,6 +46,15 @@ struct LockFolderTests {
         }
     }
 
+    @Test("lock status with no lock folder yet: no locks, exit 0")
+    func noFolderYet() async throws {
+        let dir = try ScriptDirectory()
+        let locks = dir.url.appendingPathComponent("never-made").path
+        let status = try await run(dir, locks: locks, ["lock", "status"])
+        #expect(status.exitCode == 0, "\(status)")
+        #expect(status.stdout == "no locks in \(locks)\n", "\(status)")
+    }
+
     @Test("a lock folder owned by another user is refused with exit 2, naming its owner")
     func foreignOwner() async throws {
         let dir = try ScriptDirectory()
