@@ -259,7 +259,8 @@ extension AccountCommand {
 
                 With --json, one object: {"revoked": {"id", "name"}, "revocation_list_version": \
                 N, "pushed": [{"id", "name", "address"}], "not_reached": [{"id", "name", \
-                "address", "reason"}]}.
+                "address", "reason"}], "problems": [TEXT]} (problems: what discovery could not \
+                look at, such as a --peer that did not answer).
                 """
         )
 
@@ -291,7 +292,7 @@ extension AccountCommand {
             let credentials = AccountCommand.credentials(folder, logging)
             let (revoked, list) = AccountCommand.attempt(logging) { try credentials.revoke(device, in: folder) }
             if !json { print("revoked \(revoked.name) (\(revoked.id)); revocation list version \(list.version)") }
-            let met = push ? pushList(skipping: [credentials.deviceID.lowercased(), revoked.id.lowercased()]) : []
+            let (met, problems) = push ? pushList(skipping: [credentials.deviceID.lowercased(), revoked.id.lowercased()]) : ([], [])
             if json {
                 func object(_ result: RevocationPush.Result) -> JSON {
                     var members: [JSON.Member] = [
@@ -306,10 +307,12 @@ extension AccountCommand {
                     .init("revocation_list_version", .int(Int64(list.version))),
                     .init("pushed", .array(met.filter { $0.failure == nil }.map(object))),
                     .init("not_reached", .array(met.filter { $0.failure != nil }.map(object))),
+                    .init("problems", .array(problems.map(JSON.string))),
                 ]).serialized())
                 return
             }
             guard push else { return }
+            for problem in problems { print("not reached: \(problem)") }
             if met.isEmpty {
                 print("found no other device of the account within \(within) to push the list to; agents learn it when a device of the account that holds it next connects to them")
             }
@@ -323,7 +326,7 @@ extension AccountCommand {
         }
 
         /// Pushes the list now in the folder to the account's devices found (see ``RevocationPush``).
-        private func pushList(skipping ids: Set<String>) -> [RevocationPush.Result] {
+        private func pushList(skipping ids: Set<String>) -> (results: [RevocationPush.Result], problems: [String]) {
             let client = RevocationPush.makeClient(connectTimeout: TimeAmount(DurationText.parse(within) ?? .seconds(2)), logging)
             defer { client.finish() }
             return AccountCommand.attempt(logging) {

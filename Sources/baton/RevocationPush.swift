@@ -17,20 +17,25 @@ enum RevocationPush {
     }
 
     /// Pushes the list in this device's folder to the devices of its account that `discovery`
-    /// finds within `within` (not this device, not `revoked`), each within `within` again.
-    /// `client` connects as this device; its trust store already holds the new list.
-    static func push(with client: BatonClient, discovery: DiscoveryOptions, within: TimeAmount, skipping ids: Set<String>) throws -> [Result] {
+    /// finds within `within` (not those in `ids`: this device, the revoked one), each within
+    /// `within` again; the results, and what discovery could not look at (a --peer that did
+    /// not answer). `client` connects as this device; its trust store already holds the new list.
+    static func push(
+        with client: BatonClient, discovery: DiscoveryOptions, within: TimeAmount, skipping ids: Set<String>
+    ) throws -> (results: [Result], problems: [String]) {
         let loop = client.eventLoop
         let directory = try discovery.makeDirectory(client: client)
-        let looked = loop.makePromise(of: Void.self)
+        let looked = loop.makePromise(of: [String].self)
         try loop.submit {
+            let problems = NIOLoopBoundBox([String](), eventLoop: loop)
             directory.start()
             _ = directory.watch(DeviceFilter()) { event in
-                if case .enumerationCompleted = event { looked.succeed() }
+                if case .error(let problem) = event { problems.value.append(problem) }
+                if case .enumerationCompleted = event { looked.succeed(problems.value) }
             }
-            loop.scheduleTask(in: within) { looked.succeed() }
+            loop.scheduleTask(in: within) { looked.succeed(problems.value) }
         }.wait()
-        try looked.futureResult.wait()
+        let problems = try looked.futureResult.wait()
         let devices = try loop.submit { directory.devices(matching: DeviceFilter()) }.wait()
             .filter { !ids.contains($0.info.id.lowercased()) }
         let met = try loop.submit { () -> EventLoopFuture<[Result]> in
@@ -42,7 +47,7 @@ enum RevocationPush {
             return EventLoopFuture.whenAllSucceed(meetings, on: loop)
         }.wait().wait()
         try loop.submit { directory.stop() }.wait().wait()
-        return met.sorted { $0.device.info.name < $1.device.info.name }
+        return (met.sorted { $0.device.info.name < $1.device.info.name }, problems)
     }
 
     /// A client on a loop of its own, as this device (its folder, read now, holds the new list).
