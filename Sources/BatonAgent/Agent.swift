@@ -113,7 +113,7 @@ public final class Agent: @unchecked Sendable {
 
     // MARK: launching
 
-    /// Launches `request` as Rome would (see ``AgentConfiguration/resolve(_:)``). `success`
+    /// Launches `request` as Rome would (see ``AgentConfiguration/resolve(_:anonymousCaller:)``). `success`
     /// means the handler or app started; a handler that cannot start gives `unknown`, with the
     /// reason logged.
     /// A caller of another account (`anonymous`) reaches only apps marked anonymous; anything
