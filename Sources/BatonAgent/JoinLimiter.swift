@@ -1,4 +1,7 @@
 import NIOCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// How many join attempts an agent takes: a token bucket per caller address and one for all,
 /// so a stranger's flood is refused before any work (no folder read, no code hashed) and a
@@ -40,8 +43,23 @@ final class JoinLimiter {
         all = Bucket(tokens: Self.inAll.burst, updated: now)
     }
 
+    /// The bucket `address` counts against: an IPv4 address itself; an IPv6 address's /64,
+    /// which one home or host usually has whole (one address each would be one bucket each).
+    static func key(_ address: String) -> String {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        let plain = address.split(separator: "%").first.map(String.init) ?? address
+        guard address.contains(":"), inet_pton(AF_INET6, plain, &bytes) == 1 else { return address }
+        // An IPv4-mapped address (::ffff:a.b.c.d) is that IPv4 address.
+        if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff {
+            return bytes[12...].map(String.init).joined(separator: ".")
+        }
+        return stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+            .joined(separator: ":") + "::/64"
+    }
+
     /// Whether a join attempt from `address` may go on; nil if so, else why not (for the caller).
-    func admit(_ address: String, now: NIODeadline = .now()) -> String? {
+    func admit(_ caller: String, now: NIODeadline = .now()) -> String? {
+        let address = Self.key(caller)
         if addresses[address] == nil {
             if addresses.count >= Self.maxAddresses {
                 addresses = addresses.filter { !$0.value.isFull(now: now, burst: Self.perAddress.burst, rate: Self.perAddress.perSecond) }
