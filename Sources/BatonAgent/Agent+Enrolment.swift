@@ -1,7 +1,10 @@
 import BatonCore
+import BatonNet
 import BatonSecurity
 import BatonWire
 import Crypto
+import NIOCore
+import NIOPosix
 import X509
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -10,16 +13,36 @@ import Foundation
 #endif
 
 extension Agent {
+    /// Answers a join attempt on `connection`: refused at once, before any work, past the
+    /// attempts its address and all addresses may make (``JoinLimiter``); else enrolled off
+    /// the loop (``enrol(_:store:caller:from:)``). Every refusal goes to the connection's
+    /// rate-limited refusal log. On the connection's loop.
+    func join(_ request: JoinRequest, on connection: PeerConnection) -> EventLoopFuture<JoinAnswer> {
+        let loop = connection.eventLoop
+        if let refusal = joinLimiter.admit(connection.remoteIPAddress) {
+            connection.noteRefusedJoin(refusal)
+            return loop.makeSucceededFuture(JoinAnswer(status: .refused, detail: refusal))
+        }
+        // Enrolment reads and writes the account's folder under its lock: off the loop.
+        let (store, caller, peer) = (trustStore, connection.peerIdentity, connection.remoteDescription)
+        return NIOThreadPool.singleton.runIfActive(eventLoop: loop) { [self] in
+            enrol(request, store: store, caller: caller, from: peer)
+        }.map { answer in
+            if answer.status != .success { connection.noteRefusedJoin(answer.detail) }
+            return answer
+        }
+    }
+
     /// Answers a device joining with an invite code (`baton account invite` on this device):
     /// redeems the code once (not when the device would be refused anyway), and issues a
     /// certificate of this account for the id and key the caller proved in the TLS handshake
     /// (the request must name the same; its key as DER SubjectPublicKeyInfo, or the bare point
-    /// older Baton clients send). Refusals are logged without the code. Blocks on the account's
-    /// folder: call it off the event loop.
+    /// older Baton clients send). Refusals are not logged here (the caller counts them in the
+    /// refusal log); their details never hold the code. Blocks on the account's folder: call it
+    /// off the event loop.
     func enrol(_ request: JoinRequest, store: TrustStore?, caller: PeerIdentity?, from peer: String) -> JoinAnswer {
         func refuse(_ status: JoinStatus, _ why: String) -> JoinAnswer {
-            logger.warning("refused a device joining the account", metadata: ["peer": "\(peer)", "reason": "\(why)"])
-            return JoinAnswer(status: status, detail: why)
+            JoinAnswer(status: status, detail: why)
         }
         guard let store else { return refuse(.notSupported, "this agent runs without an account (--insecure)") }
         let credentials = store.credentials

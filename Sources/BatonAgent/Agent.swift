@@ -25,6 +25,8 @@ public final class Agent: @unchecked Sendable {
     var nextConnectionNumber = 1
     /// The account's trust store, when serving over TLS: who callers are, and enrolment.
     var trustStore: TrustStore?
+    /// Join attempts taken, per caller address and in all.
+    let joinLimiter = JoinLimiter()
     /// Provider task names by app and service (only services that channels opened to).
     private var providerTaskNames: [ProviderKey: String] = [:]
     /// The `conn` objects of the channels clients open (providers receive them).
@@ -111,7 +113,7 @@ public final class Agent: @unchecked Sendable {
 
     // MARK: launching
 
-    /// Launches `request` as Rome would (see ``AgentConfiguration/resolve(_:)``). `success`
+    /// Launches `request` as Rome would (see ``AgentConfiguration/resolve(_:anonymousCaller:)``). `success`
     /// means the handler or app started; a handler that cannot start gives `unknown`, with the
     /// reason logged.
     /// A caller of another account (`anonymous`) reaches only apps marked anonymous; anything
@@ -132,10 +134,10 @@ public final class Agent: @unchecked Sendable {
     private func launchOnLoop(
         _ request: LaunchRequest, from caller: AuthorizationKind, context: RequestContext?, logger: Logger
     ) -> EventLoopFuture<(LaunchStatus, String)> {
-        let target = configuration.resolve(request)
-        if caller == .anonymous, let refusal = Self.anonymousRefusal(target) {
+        // A stranger sees only the apps marked anonymous: the rest answer as if absent.
+        let target = configuration.resolve(request, anonymousCaller: caller == .anonymous)
+        if caller == .anonymous, case .refused(.deniedByRemoteSystem, let refusal) = target {
             logger.notice("refused an anonymous launch", metadata: ["uri": "\(request.uri)", "reason": "\(refusal)"])
-            return runtime.eventLoop.makeSucceededFuture((.deniedByRemoteSystem, refusal))
         }
         switch target {
         case .refused(let status, let detail):
@@ -214,25 +216,16 @@ public final class Agent: @unchecked Sendable {
     /// Whether `service` of `app` can be opened.
     public func openStatus(app id: String, service: String, from caller: AuthorizationKind = .sameAccount) -> (OpenStatus, String) {
         guard !runtime.isFinished else { return (.appUnavailable, "\(configuration.device.name) is stopping") }
-        guard let app = configuration.app(id) else { return (.appNotInstalled, "no app \(id) on \(configuration.device.name)") }
-        if caller == .anonymous, !app.info.anonymous {
-            return (.notAuthorized, "\(id) serves devices of its own account only (anonymous = true lets others in)")
+        // To a stranger, an app not marked anonymous is as absent as one that is not there,
+        // in the same words: opening tells it no more than Describe does.
+        guard let app = configuration.app(id), caller != .anonymous || app.info.anonymous else {
+            if caller == .anonymous { return (.notAuthorized, "no app \(id) on \(configuration.device.name) serves other accounts") }
+            return (.appNotInstalled, "no app \(id) on \(configuration.device.name)")
         }
         guard app.services[service] != nil || (service == PlaybackCommand.service && players[id] != nil) else {
             return (.appServiceUnavailable, "\(id) has no service \(service)")
         }
         return (.success, "")
-    }
-
-    /// Why a caller of another account may not launch `target`; nil when it may (an app
-    /// marked anonymous, or a request refused anyway).
-    private static func anonymousRefusal(_ target: LaunchTarget) -> String? {
-        switch target {
-        case .refused: nil
-        case .app(let app, _) where app.info.anonymous: nil
-        case .app(let app, _): "\(app.info.id) serves devices of its own account only (anonymous = true lets others in)"
-        case .handler(let handler, _): "the \(handler.scheme): handler serves devices of its own account only"
-        }
     }
 
     /// Runs `service`'s provider with `message` in a new task. `pushConnection` pushes the

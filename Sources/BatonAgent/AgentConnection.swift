@@ -69,11 +69,7 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
     }
 
     func connection(_ connection: PeerConnection, join request: JoinRequest, context: RequestContext) -> EventLoopFuture<JoinAnswer> {
-        // Enrolment reads and writes the account's folder under its lock: off the loop.
-        let (agent, store, caller, peer) = (agent, agent.trustStore, connection.peerIdentity, connection.remoteDescription)
-        return NIOThreadPool.singleton.runIfActive(eventLoop: connection.eventLoop) {
-            agent.enrol(request, store: store, caller: caller, from: peer)
-        }
+        agent.join(request, on: connection)
     }
 
     func connectionClosed(_ connection: PeerConnection, reason: String) {

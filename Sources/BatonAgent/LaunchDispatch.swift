@@ -16,9 +16,16 @@ extension AgentConfiguration {
     /// scheme; else the device's handler for the scheme; else any app that takes it; else the
     /// fallback URI the same way (without the app and preferences); else
     /// `protocol_unavailable`.
-    public func resolve(_ request: LaunchRequest) -> LaunchTarget {
+    ///
+    /// For a caller of another account (`anonymousCaller`), only the apps marked anonymous
+    /// exist: no handler, no other app. What it may not launch answers `denied_by_remote_system`
+    /// in the same words whether it exists or not, so that launching tells a stranger no more
+    /// than Describe does.
+    public func resolve(_ request: LaunchRequest, anonymousCaller: Bool = false) -> LaunchTarget {
+        let visible = anonymousCaller ? { (app: App) in app.info.anonymous } : { (_: App) in true }
         if let id = request.appID, !id.isEmpty {
-            guard let app = app(id) else {
+            guard let app = app(id), visible(app) else {
+                if anonymousCaller { return .refused(.deniedByRemoteSystem, detail: "no app \(id) on \(device.name) serves other accounts") }
                 return .refused(.appUnavailable, detail: "no app \(id) on \(device.name)")
             }
             guard let scheme = LaunchRequest.scheme(of: request.uri), app.takes(scheme) else {
@@ -26,20 +33,27 @@ extension AgentConfiguration {
             }
             return .app(app, uri: request.uri)
         }
-        if let target = resolve(uri: request.uri, preferring: request.preferredAppIDs) { return target }
-        if let fallback = request.fallbackURI, !fallback.isEmpty, let target = resolve(uri: fallback, preferring: []) {
+        if let target = resolve(uri: request.uri, preferring: request.preferredAppIDs, anonymousCaller: anonymousCaller, visible) {
             return target
+        }
+        if let fallback = request.fallbackURI, !fallback.isEmpty,
+           let target = resolve(uri: fallback, preferring: [], anonymousCaller: anonymousCaller, visible) {
+            return target
+        }
+        if anonymousCaller {
+            return .refused(.deniedByRemoteSystem, detail: "nothing on \(device.name) takes \(Self.describeScheme(request.uri)) from other accounts")
         }
         return .refused(.protocolUnavailable, detail: "nothing on \(device.name) takes \(Self.describeScheme(request.uri))")
     }
 
-    private func resolve(uri: String, preferring preferred: [String]) -> LaunchTarget? {
+    private func resolve(uri: String, preferring preferred: [String], anonymousCaller: Bool, _ visible: (App) -> Bool) -> LaunchTarget? {
         guard let scheme = LaunchRequest.scheme(of: uri) else { return nil }
         for id in preferred {
-            if let app = app(id), app.takes(scheme) { return .app(app, uri: uri) }
+            if let app = app(id), visible(app), app.takes(scheme) { return .app(app, uri: uri) }
         }
-        if let handler = handlers[scheme] { return .handler(handler, uri: uri) }
-        if let app = apps.first(where: { $0.takes(scheme) }) { return .app(app, uri: uri) }
+        // Handlers serve the device's own account only.
+        if !anonymousCaller, let handler = handlers[scheme] { return .handler(handler, uri: uri) }
+        if let app = apps.first(where: { visible($0) && $0.takes(scheme) }) { return .app(app, uri: uri) }
         return nil
     }
 

@@ -70,7 +70,8 @@ public final class LockModule: LuaModule, @unchecked Sendable {
             do {
                 if let lock = try NamedLock.tryAcquire(name, holder: holder) { return acquired.succeed(lock) }
             } catch {
-                return acquired.fail(HostError.message("baton.lock: \(error)"))
+                // A bad name or an unsafe lock folder: the caller's to fix, as usage is.
+                return acquired.fail(HostError.classed(.usage, "baton.lock: \(error)"))
             }
             guard NIODeadline.now() < deadline else {
                 let held = NamedLock.status(of: name).holder.map { " by \($0.description)" } ?? ""

@@ -77,7 +77,9 @@ public final class NamedLock: @unchecked Sendable {
     }
 
     /// Takes the lock if no one holds it, writing `holder` into its file; nil when another
-    /// holds it. Never waits.
+    /// holds it. Never waits. Throws ``LockError/unusable(_:)`` when the folder is not safe
+    /// (see ``checkFolder(_:)``) or the lock's file is not a plain file of its own (a symbolic
+    /// link there is refused, never followed).
     public static func tryAcquire(_ name: String, holder: Holder) throws -> NamedLock? {
         if let problem = problem(with: name) { throw LockError.badName(problem) }
         let folder = folder
@@ -86,8 +88,8 @@ public final class NamedLock: @unchecked Sendable {
         } catch {
             throw LockError.unusable("cannot make the lock folder \(folder): \(error)")
         }
-        let fd = open(folder + "/" + name + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw LockError.unusable("cannot open \(folder)/\(name).lock: \(String(cString: strerror(errno)))") }
+        try checkFolder(folder)
+        let fd = try openFile(folder + "/" + name + ".lock", O_RDWR | O_CREAT)
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             close(fd)
             return nil
@@ -96,6 +98,44 @@ public final class NamedLock: @unchecked Sendable {
         ftruncate(fd, 0)
         _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
         return NamedLock(name: name, fd: fd)
+    }
+
+    /// Refuses a lock folder another user could write to, as OpenSSH's StrictModes does: it
+    /// must be a folder owned by this user or root, not writable by group or others; else
+    /// another user could plant a symbolic link as a lock file, or hold a lock for ever.
+    public static func checkFolder(_ folder: String = folder) throws {
+        var info = stat()
+        guard stat(folder, &info) == 0 else {
+            throw LockError.unusable("cannot use the lock folder \(folder): \(String(cString: strerror(errno)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw LockError.unusable("the lock folder \(folder) is not a folder") }
+        let me = geteuid()
+        guard info.st_uid == me || info.st_uid == 0 else {
+            throw LockError.unusable(
+                "the lock folder \(folder) belongs to uid \(info.st_uid), not to you (uid \(me)) or root: another user could hold "
+                    + "or replace its locks; point BATON_LOCK_DIR at a folder of your own")
+        }
+        guard info.st_mode & 0o022 == 0 else {
+            throw LockError.unusable(
+                "the lock folder \(folder) is writable by others (mode \(String(info.st_mode & 0o7777, radix: 8))): another user "
+                    + "could plant or hold its locks; make it private (chmod go-w \(folder)) or point BATON_LOCK_DIR at a private folder")
+        }
+    }
+
+    /// Opens the lock file `path` without following a symbolic link, and checks that it is a
+    /// plain file.
+    private static func openFile(_ path: String, _ flags: Int32) throws -> Int32 {
+        let fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600)
+        guard fd >= 0 else {
+            if errno == ELOOP { throw LockError.unusable("\(path) is a symbolic link, not a lock file: refused, not followed (remove it)") }
+            throw LockError.unusable("cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            throw LockError.unusable("\(path) is not a plain file, not a lock file: refused (remove it)")
+        }
+        return fd
     }
 
     /// Lets go of the lock (the file stays, saying who held it last). Twice does nothing.
@@ -110,10 +150,10 @@ public final class NamedLock: @unchecked Sendable {
     public var isHeld: Bool { fd >= 0 }
 
     /// What the lock named `name` is now: held (and by whom, as its file says), or free.
+    /// A lock file that is not a plain file (a symbolic link) counts as free, with no holder.
     public static func status(of name: String) -> (held: Bool, holder: Holder?) {
         let path = folder + "/" + name + ".lock"
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return (false, nil) }
+        guard let fd = try? openFile(path, O_RDONLY) else { return (false, nil) }
         defer { close(fd) }
         var bytes = [UInt8](repeating: 0, count: 8192)
         let n = pread(fd, &bytes, bytes.count, 0)
@@ -131,7 +171,8 @@ public final class NamedLock: @unchecked Sendable {
     }
 }
 
-/// Why a lock could not be used at all (not: that another holds it).
+/// Why a lock could not be used at all (not: that another holds it). Both are the caller's to
+/// fix (a name, the lock folder), so a run ends with exit 2 (usage), not 75: waiting would not help.
 public enum LockError: Error, CustomStringConvertible {
     case badName(String)
     case unusable(String)

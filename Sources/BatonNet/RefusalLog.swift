@@ -14,6 +14,7 @@ final class RefusalLog: @unchecked Sendable {
         case reset = "connections lost"
         case broken = "callers that broke the protocol"
         case timedOut = "callers that did not finish their handshake in time"
+        case join = "join attempts refused"
     }
 
     private let logger: Logger

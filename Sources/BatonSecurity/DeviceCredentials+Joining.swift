@@ -74,7 +74,7 @@ extension DeviceCredentials {
         let revocations = try revocationList.map { try RevocationList.verify($0, accountCertificate: accountCertificate) }
         return try folder.withLock {
             guard let id = ConfigurationFolder.parseID(try folder.read("device-id")),
-                  let keyPEM = try folder.read(files.deviceKey) else {
+                  let keyPEM = try folder.readKey(files.deviceKey) else {
                 throw SecurityError.refused("this device has no id and key in \(folder.path) yet to join with")
             }
             let key: Certificate.PrivateKey

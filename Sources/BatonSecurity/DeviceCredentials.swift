@@ -65,12 +65,12 @@ public struct DeviceCredentials: Sendable {
     /// The credentials stored in `folder`; nil when there are none yet.
     public static func load(from folder: ConfigurationFolder) throws -> DeviceCredentials? {
         guard let accountPEM = try folder.read(files.account), let devicePEM = try folder.read(files.device),
-              let keyPEM = try folder.read(files.deviceKey) else { return nil }
+              let keyPEM = try folder.readKey(files.deviceKey) else { return nil }
         do {
             let accountCertificate = try Certificate(pemEncoded: accountPEM)
             let certificate = try Certificate(pemEncoded: devicePEM)
             let key = try Certificate.PrivateKey(pemEncoded: keyPEM)
-            let accountKey = try folder.read(files.accountKey).map { try Certificate.PrivateKey(pemEncoded: $0) }
+            let accountKey = try folder.readKey(files.accountKey).map { try Certificate.PrivateKey(pemEncoded: $0) }
             guard certificate.publicKey == key.publicKey else {
                 throw SecurityError.damaged("\(folder.file(files.device)) does not belong to \(folder.file(files.deviceKey))")
             }

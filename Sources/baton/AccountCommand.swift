@@ -1,6 +1,7 @@
 import ArgumentParser
 import BatonCore
 import BatonSecurity
+import NIOCore
 import X509
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -172,15 +173,20 @@ extension AccountCommand {
                 For machines with no network path to this one. Run on the device that made the \
                 account (it holds the account's key); carry the file to the new device and run \
                 baton account import FILE there. The file holds the new device's private key: \
-                keep it secret, and delete it once imported.
+                keep it secret, and delete it once imported. --output FILE writes a new file \
+                0600; standard output redirected to a file is made 0600 before the key is \
+                written.
 
                 Example:
-                  baton account export-device "Living Room TV" > tv.baton
+                  baton account export-device "Living Room TV" --output tv.baton
                 """
         )
 
         @Argument(help: "The new device's name.")
         var name: String
+
+        @Option(name: .shortAndLong, help: ArgumentHelp("Write the device file here (mode 0600) instead of standard output.", valueName: "file"))
+        var output: String?
 
         @OptionGroup var logging: LoggingOptions
 
@@ -193,7 +199,9 @@ extension AccountCommand {
             let folder = ConfigurationFolder.standard
             let credentials = AccountCommand.credentials(folder, logging)
             let text = AccountCommand.attempt(logging) { try credentials.exportDevice(named: name, in: folder).serialized() }
-            print(text, terminator: "")
+            AccountCommand.attempt(logging) {
+                if let output { try PrivateOutput.write(text, to: output) } else { try PrivateOutput.writeStandardOutput(text) }
+            }
             StandardError.write("baton: wrote a device file for \"\(name)\" (it holds a private key: keep it secret)\n")
         }
     }
@@ -242,9 +250,17 @@ extension AccountCommand {
             abstract: "Stop trusting an enrolled device.",
             discussion: """
                 Adds the device (a name or id from baton account show) to the account's \
-                revocation list, signed with the account's key; agents pass the list on when \
-                they meet, and refuse the device wherever the list has reached. Run on the \
-                device that made the account.
+                revocation list, signed with the account's key, and pushes the list at once to \
+                the account's devices that discovery finds (mDNS and --peer) within --within: \
+                each drops the device's connections before it answers. The output says which \
+                were reached and which not. Agents pass the list on when they meet, so one not \
+                reached learns it when a device of the account next connects to it. Run on \
+                the device that made the account.
+
+                With --json, one object: {"revoked": {"id", "name"}, "revocation_list_version": \
+                N, "pushed": [{"id", "name", "address"}], "not_reached": [{"id", "name", \
+                "address", "reason"}], "problems": [TEXT]} (problems: what discovery could not \
+                look at, such as a --peer that did not answer).
                 """
         )
 
@@ -254,20 +270,68 @@ extension AccountCommand {
         @Flag(help: "Print one JSON object instead of text.")
         var json = false
 
+        @Flag(inversion: .prefixedNo, help: "Push the new list to the account's devices discovery finds.")
+        var push = true
+
+        @Option(help: ArgumentHelp("How long to look for the account's devices, and to reach each: 2s (the default), 500ms, 10s.", valueName: "duration"))
+        var within = "2s"
+
+        @OptionGroup var discovery: DiscoveryOptions
+
         @OptionGroup var logging: LoggingOptions
+
+        func validate() throws {
+            guard let duration = DurationText.parse(within), duration > .zero, duration <= .seconds(600) else {
+                throw ValidationError("Invalid --within '\(within)': use a duration above zero and up to 10m, like 500ms, 2s or 10s.")
+            }
+        }
 
         func run() throws {
             logging.bootstrap()
             let folder = ConfigurationFolder.standard
             let credentials = AccountCommand.credentials(folder, logging)
             let (revoked, list) = AccountCommand.attempt(logging) { try credentials.revoke(device, in: folder) }
+            if !json { print("revoked \(revoked.name) (\(revoked.id)); revocation list version \(list.version)") }
+            let (met, problems) = push ? pushList(skipping: [credentials.deviceID.lowercased(), revoked.id.lowercased()]) : ([], [])
             if json {
+                func object(_ result: RevocationPush.Result) -> JSON {
+                    var members: [JSON.Member] = [
+                        .init("id", .string(result.device.info.id)), .init("name", .string(result.device.info.name)),
+                        .init("address", .string(result.device.endpoints.first.map { "\($0.host):\($0.port)" } ?? "")),
+                    ]
+                    if let failure = result.failure { members.append(.init("reason", .string(failure))) }
+                    return .object(members)
+                }
                 print(JSON.object([
                     .init("revoked", .object([.init("id", .string(revoked.id)), .init("name", .string(revoked.name))])),
                     .init("revocation_list_version", .int(Int64(list.version))),
+                    .init("pushed", .array(met.filter { $0.failure == nil }.map(object))),
+                    .init("not_reached", .array(met.filter { $0.failure != nil }.map(object))),
+                    .init("problems", .array(problems.map(JSON.string))),
                 ]).serialized())
-            } else {
-                print("revoked \(revoked.name) (\(revoked.id)); revocation list version \(list.version)")
+                return
+            }
+            guard push else { return }
+            for problem in problems { print("not reached: \(problem)") }
+            if met.isEmpty {
+                print("found no other device of the account within \(within) to push the list to; agents learn it when a device of the account that holds it next connects to them")
+            }
+            for result in met {
+                if let failure = result.failure {
+                    print("not reached: \(RevocationPush.describe(result.device)): \(failure)")
+                } else {
+                    print("pushed to: \(RevocationPush.describe(result.device))")
+                }
+            }
+        }
+
+        /// Pushes the list now in the folder to the account's devices found (see ``RevocationPush``).
+        private func pushList(skipping ids: Set<String>) -> (results: [RevocationPush.Result], problems: [String]) {
+            let client = RevocationPush.makeClient(connectTimeout: TimeAmount(DurationText.parse(within) ?? .seconds(2)), logging)
+            defer { client.finish() }
+            return AccountCommand.attempt(logging) {
+                try RevocationPush.push(
+                    with: client, discovery: discovery, within: TimeAmount(DurationText.parse(within) ?? .seconds(2)), skipping: ids)
             }
         }
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BatonCore
 import BatonLua
+import Foundation
 
 /// `baton lock`: the locks runs share (`baton run --lock`, `baton.lock`).
 struct LockCommand: ParsableCommand {
@@ -12,7 +13,10 @@ struct LockCommand: ParsableCommand {
             `baton.lock(NAME)` in a script for as long as its lease lives. They are kernel \
             locks on files in $BATON_LOCK_DIR (else $XDG_RUNTIME_DIR/baton/locks, else \
             ~/.local/state/baton/locks): a run killed with -9 holds nothing. Each file says \
-            who took it last, for people; whether it is held is the kernel's answer.
+            who took it last, for people; whether it is held is the kernel's answer. A lock \
+            folder must belong to you or root and not be writable by group or others, and a \
+            lock file must be a plain file (a symbolic link is refused, never followed): \
+            otherwise runs that take a lock exit 2 saying why.
             """,
         subcommands: [Status.self]
     )
@@ -26,7 +30,8 @@ struct LockCommand: ParsableCommand {
                 each lock, or for NAME alone. With --json, one object a line: \
                 {"name", "held", "pid", "run", "started", "command"}.
 
-                Exit codes: 0 listed; 1 NAME is held (so a script can ask); 2 usage.
+                Exit codes: 0 listed; 1 NAME is held (so a script can ask); 2 usage, or a lock \
+                folder others may write to (refused, as runs refuse it).
                 """
         )
 
@@ -41,6 +46,14 @@ struct LockCommand: ParsableCommand {
         }
 
         func run() throws {
+            do {
+                // No folder yet: no locks, nothing to distrust.
+                if FileManager.default.fileExists(atPath: NamedLock.folder) { try NamedLock.checkFolder() }
+            } catch {
+                // A folder others may write to says nothing trustworthy of its locks.
+                StandardError.write("baton: \(error)\n")
+                Baton.exitProcess(ErrorClass.usage.exitCode)
+            }
             let names = name.map { [$0] } ?? NamedLock.names()
             var anyHeld = false
             for name in names {

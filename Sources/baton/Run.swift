@@ -134,7 +134,7 @@ struct Run: ParsableCommand {
                 if let taken = try NamedLock.tryAcquire(name, holder: holder) { return taken }
             } catch {
                 FailureReport.write(message: "cannot use lock \(name): \(error)", format: format)
-                Baton.exitProcess(ErrorClass.lockHeld.exitCode)
+                Baton.exitProcess(ErrorClass.usage.exitCode)
             }
             if ContinuousClock.now >= deadline { break }
             usleep(25_000)

@@ -51,14 +51,17 @@ final class RawConnection: @unchecked Sendable {
     /// Connects to 127.0.0.1:`port`, with TLS over `context` when given (the agent's certificate
     /// is accepted whatever it is: these tests judge the agent, not the other way round), and
     /// returns once the TLS handshake is done. Throws when it cannot connect or the handshake
-    /// fails.
-    init(port: Int, readTimeout: Double = 10, context: NIOSSLContext?) throws {
+    /// fails. `source`: the local address to connect from (another loopback address, to be
+    /// another caller), else the system's choice.
+    init(port: Int, readTimeout: Double = 10, context: NIOSSLContext?, source: String? = nil) throws {
         self.readTimeout = readTimeout
         let inbox = Inbox()
         self.inbox = inbox
         let loop = clientGroup.next()
         let handshake = loop.makePromise(of: Void.self)
-        let connecting = ClientBootstrap(group: loop)
+        var bootstrap = ClientBootstrap(group: loop)
+        if let source { bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: source, port: 0)) }
+        let connecting = bootstrap
             .connectTimeout(.seconds(Int64(Self.connectLimit)))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

@@ -25,6 +25,11 @@ public final class MPDConnection: ChannelInboundHandler, @unchecked Sendable {
 
     /// The longest line a connection takes; a longer one is not the player talking.
     public static let maxLineLength = LineBuffer.maxLineLength
+    /// The most one answer may hold, in bytes and in lines: an answer that goes past either
+    /// (one that never ends with `OK`) ends the connection, and its call fails. 8 MiB is MPD's
+    /// own default `max_output_buffer_size`; 100,000 lines hold a queue of some 10,000 songs.
+    public static let maxAnswerBytes = 8 << 20
+    public static let maxAnswerLines = 100_000
 
     private var channel: (any Channel)?
     private var lines = LineBuffer()
@@ -32,6 +37,8 @@ public final class MPDConnection: ChannelInboundHandler, @unchecked Sendable {
     /// Calls in the order they were asked, each with the pairs read for it so far; only the first is on the wire.
     private var waiting: [(command: String, promise: EventLoopPromise<[MPDPair]>, timer: Scheduled<Void>?)] = []
     private var answer: [MPDPair] = []
+    /// The bytes of the lines of ``answer``, newlines counted.
+    private var answerBytes = 0
     private var failure: MPDError?
 
     private init(eventLoop: any EventLoop) {
@@ -140,6 +147,7 @@ public final class MPDConnection: ChannelInboundHandler, @unchecked Sendable {
             call.timer?.cancel()
             let pairs = answer
             answer = []
+            answerBytes = 0
             sendNext()
             return call.promise.succeed(pairs)
         }
@@ -147,11 +155,18 @@ public final class MPDConnection: ChannelInboundHandler, @unchecked Sendable {
             let call = waiting.removeFirst()
             call.timer?.cancel()
             answer = []
+            answerBytes = 0
             sendNext()
             return call.promise.fail(MPDError(ack: line))
         }
         guard let colon = line.firstIndex(of: ":"), line[line.index(after: colon)...].hasPrefix(" ") else {
             return end(.garbage("not MPD's protocol: \(line.prefix(80))"))
+        }
+        answerBytes += line.utf8.count + 1
+        guard answer.count < Self.maxAnswerLines, answerBytes <= Self.maxAnswerBytes else {
+            let command = waiting.first?.command.split(separator: " ").first ?? ""
+            return end(.garbage(
+                "MPD's answer to \(command) went past \(Self.maxAnswerLines) lines or \(Self.maxAnswerBytes >> 20) MiB without its OK"))
         }
         answer.append(MPDPair(key: String(line[..<colon]), value: String(line[line.index(colon, offsetBy: 2)...])))
     }
@@ -167,6 +182,7 @@ public final class MPDConnection: ChannelInboundHandler, @unchecked Sendable {
         guard isOpen else { return }
         isOpen = false
         failure = reason
+        answer = []
         greeting?.fail(reason)
         greeting = nil
         let calls = waiting
