@@ -210,7 +210,7 @@ struct BatchCommand: ParsableCommand {
         let traceContext = TraceOptions.context()
         let trace = tracing.open(runID: runID, context: traceContext, format: format)
         let runOptions = RuntimeOptions(
-            logger: Logger(label: "baton.batch"), reportFailure: { FailureReport.write($0, format: format) }, trace: trace?.0)
+            maxMemory: RuntimeOptions.defaultScriptMemory, logger: Logger(label: "baton.batch"), reportFailure: { FailureReport.write($0, format: format) }, trace: trace?.0)
         var network = DeviceAccess.Options()
         network.discovery = discovery.directoryOptions
         network.traceparent = traceContext.traceparent
