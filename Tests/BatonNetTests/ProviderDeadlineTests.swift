@@ -6,8 +6,8 @@ import NIOCore
 import Testing
 
 /// Issue 21, attack 5: a stranger freezes an agent with one message. An anonymous app's
-/// provider that matches `^(.-)=(.-);` against a 600 KB message with no `=` runs for hours
-/// under stock Lua's matcher, inside one C call the count hook never reaches. The agent must
+/// provider that matches `^(.-)=(.-);` against a 600 KB message of `=` and no `;` runs for
+/// hours under stock Lua's matcher (n²/2 steps), inside one C call the count hook never reaches. The agent must
 /// stop it at the request's deadline and answer `unknown` (timed out), serve its own account
 /// meanwhile (Lua runs apart from the loop that serves connections), and go on serving.
 @Suite("A provider past its deadline")
@@ -57,7 +57,7 @@ struct ProviderDeadlineTests {
             #expect(small.status == .success, "\(small)")
             #expect(Fixtures.message(small) == ["key": .string("k"), "value": .string("v")])
 
-            let text = String(repeating: "x", count: 600 * 1024)
+            let text = String(repeating: "=", count: 600 * 1024)
             let bomb = Task {
                 try await stranger.send(["text": .string(text)], to: "parse", app: Self.parserApp, on: DeviceTarget(agent.address), timeout: .seconds(4)).get()
             }
