@@ -29,6 +29,10 @@ extension LuaRuntime {
     /// usually in flight at once.
     static let idleThreadLimit = 64
 
+    /// How long a task with a deadline may run Lua without waiting, whatever its deadline:
+    /// every other task of the state waits meanwhile.
+    public static let stretchLimit = TimeAmount.seconds(10)
+
     /// Queues `task` to be resumed with the `nargs` values on top of its stack.
     func enqueue(_ task: LuaTask, nargs: Int32) {
         ready.append((task, nargs))
@@ -75,10 +79,15 @@ extension LuaRuntime {
         let co = task.thread
         current = task
         var nres: Int32 = 0
-        limits.pointee.task_deadline_ns = task.deadline
-        // The hook that enforces it: on this coroutine only (it slows Lua down), when the
-        // state has none.
-        if task.deadline != 0, limits.pointee.deadline_ns == 0 { baton_rearm_hook(co.pointer) }
+        if task.deadline != 0 {
+            // The caller chose the deadline (a stranger may choose 49 days): one stretch of Lua
+            // without a wait, which holds up every other task, ends sooner.
+            let stretchEnd = baton_monotonic_ns() + Self.stretchLimit.nanoseconds
+            limits.pointee.task_deadline_ns = min(task.deadline, stretchEnd)
+            // The hook that enforces it: on this coroutine only (it slows Lua down), when the
+            // state has none.
+            if limits.pointee.deadline_ns == 0 { baton_rearm_hook(co.pointer) }
+        }
         let status = baton_resume(co.pointer, state.pointer, nargs, &nres)
         limits.pointee.task_deadline_ns = 0
         // The task ran past its deadline: the hook or a long C function stopped it.
@@ -246,7 +255,8 @@ extension LuaRuntime {
     /// also reported, traceback included, unless it is a cancellation). Returns the task, for
     /// ``cancelTask(_:)``; nil when the run has ended (`completion` is then told so at once).
     /// A task given a `deadline` that is still running at it stops there, even inside a
-    /// pattern match or a `pcall`, and fails with a ``ScriptFailure/isTimeout`` failure.
+    /// pattern match or a `pcall`, and fails with a ``ScriptFailure/isTimeout`` failure; so
+    /// does one that runs Lua for ``stretchLimit`` without waiting.
     /// Call on the loop.
     @discardableResult
     public func startTask(

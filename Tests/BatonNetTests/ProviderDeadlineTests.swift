@@ -88,6 +88,25 @@ struct ProviderDeadlineTests {
         }
     }
 
+    /// The request's deadline is the caller's to choose: a stranger's an hour away must not
+    /// hold Lua for an hour. One stretch of Lua without a wait ends after 10 s.
+    @Test("a stranger's bomb with a deadline an hour away: unknown (timed out) after 10 s of Lua without a wait; the agent goes on")
+    func bombWithAFarDeadline() async throws {
+        let other = try TestAccount()
+        try await withAgent(Self.config) { agent in
+            let stranger = makeClient(security: other.security, unlistedAgents: .anyAccount)
+            defer { stranger.shutdown() }
+            let text = String(repeating: "=", count: 600 * 1024)
+            let reply = try await stranger.send(
+                ["text": .string(text)], to: "parse", app: Self.parserApp, on: DeviceTarget(agent.address), timeout: .seconds(3600)
+            ).get()
+            #expect(reply.status == .unknown, "\(reply)")
+            #expect(reply.detail.contains("timed out"), "\(reply)")
+            let echo = try await stranger.send(["hi": .string("again")], to: "echo", app: Self.otherApp, on: agent.address).get()
+            #expect(Fixtures.message(echo) == ["hi": .string("again")], "\(echo)")
+        }
+    }
+
     @Test("a launch function that never returns: unknown (timed out) at its deadline, and the owner is served meanwhile")
     func spinningLaunchFunction() async throws {
         let other = try TestAccount()

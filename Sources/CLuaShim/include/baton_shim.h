@@ -28,7 +28,7 @@ typedef struct baton_runtime {
 } baton_runtime;
 
 /* What a task stopped at its deadline fails with. */
-#define BATON_TASK_TIMEOUT_MESSAGE "timed out: the task ran past its deadline"
+#define BATON_TASK_TIMEOUT_MESSAGE "timed out: the task ran past its deadline, or too long without a wait"
 /* VM instructions between two runs of the count hook. */
 #define BATON_HOOK_COUNT 1000
 
