@@ -128,7 +128,9 @@ public final class Agent: @unchecked Sendable {
     /// reason logged.
     /// A caller of another account (`anonymous`) reaches only apps marked anonymous; anything
     /// else it asks for is `denied_by_remote_system`, and nothing runs. A Lua launch function is
-    /// cancelled when `context` is (its caller gave up); a launched program is never waited on.
+    /// cancelled when `context` is (its caller gave up), and stopped at the request's deadline
+    /// (even inside a pattern match), answering `unknown` (timed out); a launched program is
+    /// never waited on.
     public func launch(
         _ request: LaunchRequest, from caller: AuthorizationKind = .sameAccount, context: RequestContext? = nil,
         logger: Logger? = nil
