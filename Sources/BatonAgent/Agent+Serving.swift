@@ -7,7 +7,7 @@ import Logging
 import NIOCore
 
 extension Agent {
-    /// Starts listening on `host:port` (0 picks a free port) on the agent's own loop.
+    /// Starts listening on `host:port` (0 picks a free port) on the agent's serving loop.
     /// With `.tls`, callers of this account are served in full, others (`anonymous`) only by
     /// apps marked anonymous, and devices may join with invite codes; `.insecure` listens on
     /// loopback addresses only.
@@ -15,7 +15,7 @@ extension Agent {
         host: String, port: Int, security: ConnectionSecurity, limits: FrameLimits = FrameLimits(),
         timing: PeerConnection.Timing = PeerConnection.Timing()
     ) -> EventLoopFuture<AgentServer> {
-        let loop = runtime.eventLoop
+        let loop = servingLoop
         return loop.flatSubmit { [self] in
             trustStore = security.trustStore
             return AgentServer.bind(
@@ -32,11 +32,25 @@ extension Agent {
 
     /// The `conn` table a provider receives (see ``ChannelObjects``): `conn.id`, `conn.app`,
     /// `conn.service`, `conn:send(msg)` (a request to the client, answered by its `on_request`),
-    /// `conn:close()`, and `conn.on_closed = function(status)` set by the script.
+    /// `conn:close()`, and `conn.on_closed = function(status)` set by the script. Call on the
+    /// runtime's loop; the endpoint's functions are called there, and act on the serving loop.
     func makeChannelObject(for handler: AgentConnection, channel id: UInt64, app: String, service: String) -> ChannelObjects.Channel {
         let objects = channelObjects
-        let loop = runtime.eventLoop
+        let loop = servingLoop
+        let luaLoop = runtime.eventLoop
         let endpoint = ChannelObjects.Endpoint(send: { [weak handler] message, timeout in
+            guard loop.inEventLoop else {
+                // The channel may close on the way: the script hears it closed, as it would here.
+                let closed = ServiceReply(status: .appServiceConnectionClosed, detail: "the channel is closed")
+                return loop.flatSubmit { [weak handler] in
+                    guard let handler, let connection = handler.connection, connection.isOpen, handler.channels[id] != nil else {
+                        return loop.makeSucceededFuture(closed)
+                    }
+                    let reply = loop.makePromise(of: ServiceReply.self)
+                    connection.send(channel: id, message: ServiceMessage(message), deadline: timeout.map { loop.now + $0 }, completion: reply.succeed)
+                    return reply.futureResult
+                }.hop(to: luaLoop)
+            }
             guard let handler, let connection = handler.connection, connection.isOpen, handler.channels[id] != nil else { return nil }
             let reply = loop.makePromise(of: ServiceReply.self)
             let deadline = timeout.map { loop.now + $0 }
@@ -44,6 +58,13 @@ extension Agent {
             return reply.futureResult
         }, close: { [weak handler] in
             // The provider closed it: the client hears completed; on_closed does not run.
+            guard loop.inEventLoop else {
+                return loop.execute { [weak handler] in
+                    guard let handler, let state = handler.channels.removeValue(forKey: id) else { return }
+                    handler.connection?.close(channel: id, status: .completed)
+                    luaLoop.execute { objects.forget(state.conn) }
+                }
+            }
             guard let handler, let state = handler.channels.removeValue(forKey: id) else { return }
             handler.connection?.close(channel: id, status: .completed)
             objects.forget(state.conn)
@@ -53,8 +74,12 @@ extension Agent {
         ], owner: nil)
     }
 
-    /// Calls the channel's `on_closed(status)`, if the script set one, and lets it go.
+    /// Calls the channel's `on_closed(status)`, if the script set one, and lets it go. Call on
+    /// any loop.
     func channelClosed(_ conn: ChannelObjects.Channel, status: ClosedStatus) {
+        guard runtime.eventLoop.inEventLoop else {
+            return runtime.eventLoop.execute { [self] in channelObjects.closed(conn, status: status) }
+        }
         channelObjects.closed(conn, status: status)
     }
 

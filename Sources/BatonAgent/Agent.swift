@@ -8,10 +8,16 @@ import Logging
 import NIOCore
 
 /// A device's host: its configuration (run in Lua), its apps, launch dispatch and the app
-/// services it provides. Everything runs on the agent runtime's event loop.
+/// services it provides. Lua runs on the runtime's event loop; connections are served on
+/// ``servingLoop``, which is another loop unless the agent was started with none, so that a
+/// provider or launch function busy in Lua never holds up other callers' describes and
+/// launches.
 public final class Agent: @unchecked Sendable {
     /// The Lua runtime that ran the configuration and runs launch functions and providers.
     public let runtime: LuaRuntime
+    /// Where connections are served and commands spawned; the runtime's loop when the agent
+    /// was started without a serving loop of its own.
+    public let servingLoop: any EventLoop
     /// The device and apps, as configured.
     public private(set) var configuration: AgentConfiguration
     /// Completes when the agent's Lua runtime ends (after ``stop()``, or a fatal error).
@@ -35,12 +41,16 @@ public final class Agent: @unchecked Sendable {
     let players: [String: any Player]
 
     /// Call on the runtime's loop.
-    private init(runtime: LuaRuntime, configuration: AgentConfiguration, ended: EventLoopFuture<RunOutcome>, logger: Logger) {
+    private init(
+        runtime: LuaRuntime, servingLoop: any EventLoop, configuration: AgentConfiguration, ended: EventLoopFuture<RunOutcome>,
+        logger: Logger
+    ) {
         self.runtime = runtime
+        self.servingLoop = servingLoop
         self.configuration = configuration
         self.ended = ended
         self.logger = logger
-        self.spawner = ProcessSpawner(eventLoop: runtime.eventLoop)
+        self.spawner = ProcessSpawner(eventLoop: servingLoop)
         self.canceller = TaskCanceller(runtime: runtime, logger: logger)
         self.channelObjects = ChannelObjects(runtime: runtime, keepsRunAlive: false)
         self.players = Self.makePlayers(for: configuration, on: runtime.eventLoop, logger: logger)
@@ -56,9 +66,11 @@ public final class Agent: @unchecked Sendable {
     /// (launch functions, providers) reaches other devices: give it the agent's own identity
     /// (`security`), so that it dials them over mutual TLS as this device, as `baton run` does
     /// with the account; the default is plaintext, which reaches loopback agents only.
+    /// Lua runs on `loop`; connections are served on `servingLoop` (give another loop, so
+    /// that a busy provider holds up no one else: `baton agent` does), by default on `loop`.
     public static func start(
         config: ScriptSource?, defaults: AgentConfiguration, options: RuntimeOptions,
-        network: DeviceAccess.Options = DeviceAccess.Options(), on loop: any EventLoop
+        network: DeviceAccess.Options = DeviceAccess.Options(), on loop: any EventLoop, servingLoop: (any EventLoop)? = nil
     ) -> EventLoopFuture<Agent> {
         let ready = loop.makePromise(of: Agent.self)
         let collector = AgentConfigurationModule(defaults: defaults)
@@ -71,7 +83,7 @@ public final class Agent: @unchecked Sendable {
                 switch result {
                 case .success:
                     ready.succeed(Agent(
-                        runtime: runtime, configuration: collector.configuration,
+                        runtime: runtime, servingLoop: servingLoop ?? loop, configuration: collector.configuration,
                         ended: endedPromise.futureResult, logger: options.logger))
                 case .failure(let failure):
                     ready.fail(failure)
@@ -118,14 +130,16 @@ public final class Agent: @unchecked Sendable {
     /// reason logged.
     /// A caller of another account (`anonymous`) reaches only apps marked anonymous; anything
     /// else it asks for is `denied_by_remote_system`, and nothing runs. A Lua launch function is
-    /// cancelled when `context` is (its caller gave up); a launched program is never waited on.
+    /// cancelled when `context` is (its caller gave up), and stopped at the request's deadline
+    /// (even inside a pattern match), answering `unknown` (timed out); a launched program is
+    /// never waited on.
     public func launch(
         _ request: LaunchRequest, from caller: AuthorizationKind = .sameAccount, context: RequestContext? = nil,
         logger: Logger? = nil
     ) -> EventLoopFuture<(LaunchStatus, String)> {
-        // Connections live on the runtime's loop, so the usual call needs no hop.
-        guard runtime.eventLoop.inEventLoop else {
-            return runtime.eventLoop.flatSubmit { [self] in launch(request, from: caller, context: context, logger: logger) }
+        // Connections live on the serving loop, so the usual call needs no hop.
+        guard servingLoop.inEventLoop else {
+            return servingLoop.flatSubmit { [self] in launch(request, from: caller, context: context, logger: logger) }
         }
         return launchOnLoop(request, from: caller, context: context, logger: logger ?? self.logger)
     }
@@ -141,20 +155,21 @@ public final class Agent: @unchecked Sendable {
         }
         switch target {
         case .refused(let status, let detail):
-            return runtime.eventLoop.makeSucceededFuture((status, detail))
+            return servingLoop.makeSucceededFuture((status, detail))
         case .handler(let handler, let uri):
-            return runtime.eventLoop.makeSucceededFuture(run(handler.command, uri: uri, data: request.data, for: "handler for \(handler.scheme):", logger: logger))
+            return servingLoop.makeSucceededFuture(run(handler.command, uri: uri, data: request.data, for: "handler for \(handler.scheme):", logger: logger))
         case .app(let app, let uri):
             let launched: EventLoopFuture<(LaunchStatus, String)>
             switch app.launch {
             case .command(let command):
-                return runtime.eventLoop.makeSucceededFuture(run(command, uri: uri, data: request.data, for: app.info.id, logger: logger))
+                return servingLoop.makeSucceededFuture(run(command, uri: uri, data: request.data, for: app.info.id, logger: logger))
             case .lua(let function):
                 launched = launch(app: app.info.id, function: function, uri: uri, data: request.data, context: context, logger: logger)
             case .player:
-                launched = play(uri, app: app.info.id, data: request.data)
+                // Players live on the runtime's loop.
+                launched = runtime.eventLoop.flatSubmit { [self] in play(uri, app: app.info.id, data: request.data) }
             case .none:
-                return runtime.eventLoop.makeSucceededFuture((.protocolUnavailable, "\(app.info.id) cannot be launched"))
+                return servingLoop.makeSucceededFuture((.protocolUnavailable, "\(app.info.id) cannot be launched"))
             }
             return launched.map { [id = app.info.id] result in
                 logger.info("launched", metadata: ["by": "\(id)", "uri": "\(uri)", "status": "\(result.0)"])
@@ -173,11 +188,32 @@ public final class Agent: @unchecked Sendable {
         return (.success, "")
     }
 
+    /// Runs a launch function on the runtime's loop, stopped at the request's deadline (even
+    /// inside a long pattern match) and cancelled when its caller gives up. Call on the
+    /// serving loop.
     private func launch(
         app id: String, function: LuaReference, uri: String, data: ValueDictionary, context: RequestContext?, logger: Logger
     ) -> EventLoopFuture<(LaunchStatus, String)> {
-        let promise = runtime.eventLoop.makePromise(of: (LaunchStatus, String).self)
-        let task = runtime.startTask(function: function, name: "launch function of \(id)", arguments: { [runtime] lua in
+        let promise = servingLoop.makePromise(of: (LaunchStatus, String).self)
+        let cancellation = LuaWork(runtime: runtime, logger: logger)
+        context?.whenCancelled { cancellation.cancel() }
+        let deadline = context?.deadline
+        if runtime.eventLoop.inEventLoop {
+            startLaunchFunction(app: id, function: function, uri: uri, data: data, deadline: deadline, cancellation: cancellation, logger: logger, promise: promise)
+        } else {
+            runtime.eventLoop.execute { [self] in
+                startLaunchFunction(app: id, function: function, uri: uri, data: data, deadline: deadline, cancellation: cancellation, logger: logger, promise: promise)
+            }
+        }
+        return promise.futureResult
+    }
+
+    /// The launch function's task. Call on the runtime's loop.
+    private func startLaunchFunction(
+        app id: String, function: LuaReference, uri: String, data: ValueDictionary, deadline: NIODeadline?, cancellation: LuaWork,
+        logger: Logger, promise: EventLoopPromise<(LaunchStatus, String)>
+    ) {
+        let task = runtime.startTask(function: function, name: "launch function of \(id)", deadline: deadline, arguments: { [runtime] lua in
             lua.push(uri)
             runtime.push(.dictionary(data), on: lua)
             return 2
@@ -199,8 +235,7 @@ public final class Agent: @unchecked Sendable {
                 }
             }
         }
-        stop(task, when: context)
-        return promise.futureResult
+        cancellation.started(task)
     }
 
     /// Cancels `task` if `context` is: its caller gave up (the deadline passed, or the
@@ -262,10 +297,13 @@ public final class Agent: @unchecked Sendable {
         guard let provider = channel.provider else {
             return responder.respond(ServiceReply(status: .unknown, detail: "\(channel.app) has no service \(channel.service)"))
         }
+        guard runtime.eventLoop.inEventLoop else {
+            return serveElsewhere(channel: channel, provider: provider, message: message, responder: responder)
+        }
         // One closure per request, not one per step: this is the hot path of every channel.
         let runtime = self.runtime
         let object = channel.conn.object
-        let task = runtime.startTask(function: provider, name: channel.taskName, arguments: { lua in
+        let task = runtime.startTask(function: provider, name: channel.taskName, deadline: responder.context.deadline, arguments: { lua in
             runtime.push(message, on: lua)
             runtime.push(object, on: lua)
             return 2
@@ -278,6 +316,31 @@ public final class Agent: @unchecked Sendable {
             responder.respond(runtime.serviceReply(from: result, handler: "the provider of \(channel.service)"))
         }
         stop(task, when: responder.context)
+    }
+
+    /// As ``serve(channel:message:responder:)`` from the serving loop when Lua runs on another:
+    /// the provider runs there, stopped at the request's deadline, and its reply comes back as
+    /// a ``ServiceReply``.
+    private func serveElsewhere(
+        channel: AgentConnection.ServiceChannel, provider: LuaReference, message: ServiceMessage, responder: ServiceResponder
+    ) {
+        let runtime = self.runtime
+        let servingLoop = self.servingLoop
+        let work = LuaWork(runtime: runtime, logger: logger)
+        responder.context.whenCancelled { work.cancel() }
+        let deadline = responder.context.deadline
+        let (object, name, service) = (channel.conn.object, channel.taskName, channel.service)
+        runtime.eventLoop.execute {
+            let task = runtime.startTask(function: provider, name: name, deadline: deadline, arguments: { lua in
+                runtime.push(message, on: lua)
+                runtime.push(object, on: lua)
+                return 2
+            }) { result in
+                let reply = runtime.serviceReply(from: result, handler: "the provider of \(service)")
+                servingLoop.execute { responder.respond(reply) }
+            }
+            work.started(task)
+        }
     }
 
     /// How reports name a provider's task.
@@ -313,6 +376,38 @@ public final class Agent: @unchecked Sendable {
         }) { [runtime] result in
             reply(runtime.serviceReply(from: result, handler: "the provider of \(service)"))
         }
+    }
+}
+
+/// A Lua task started for a request that is served on another loop: cancelled when its
+/// caller gives up, whether that comes before the task has started or after.
+final class LuaWork: @unchecked Sendable {
+    private let runtime: LuaRuntime
+    private let logger: Logger
+    /// Both touched on the runtime's loop only.
+    private var task: LuaTaskID?
+    private var cancelled = false
+
+    init(runtime: LuaRuntime, logger: Logger) {
+        self.runtime = runtime
+        self.logger = logger
+    }
+
+    /// The caller gave up. Call on any loop.
+    func cancel() {
+        guard runtime.eventLoop.inEventLoop else { return runtime.eventLoop.execute { self.cancel() } }
+        cancelled = true
+        if let task { stop(task) }
+    }
+
+    /// The task was started (nil: it was not). Call on the runtime's loop.
+    func started(_ task: LuaTaskID?) {
+        self.task = task
+        if cancelled, let task { stop(task) }
+    }
+
+    private func stop(_ task: LuaTaskID) {
+        if runtime.cancelTask(task) { logger.notice("cancelled a task whose caller gave up", metadata: ["task": "\(task)"]) }
     }
 }
 

@@ -58,14 +58,30 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
     ) -> EventLoopFuture<OpenAnswer> {
         let (status, detail) = agent.openStatus(app: app, service: service, from: caller(connection))
         guard status == .success else { return connection.eventLoop.makeSucceededFuture(.refused(status, detail)) }
+        let luaLoop = agent.runtime.eventLoop
+        guard luaLoop.inEventLoop else {
+            // The conn object is a Lua table: made where Lua runs.
+            return luaLoop.submit { [self] in
+                (agent.makeChannelObject(for: self, channel: channelID, app: app, service: service),
+                 agent.sharedProviderTaskName(app: app, service: service))
+            }.hop(to: connection.eventLoop).map { [self] conn, taskName in
+                .success(install(channelID, app: app, service: service, conn: conn, taskName: taskName))
+            }
+        }
         let conn = agent.makeChannelObject(for: self, channel: channelID, app: app, service: service)
+        let taskName = agent.sharedProviderTaskName(app: app, service: service)
+        return connection.eventLoop.makeSucceededFuture(.success(install(channelID, app: app, service: service, conn: conn, taskName: taskName)))
+    }
+
+    /// Keeps the channel just opened; call on the connection's loop.
+    private func install(_ channelID: UInt64, app: String, service: String, conn: ChannelObjects.Channel, taskName: String) -> ServiceChannel {
         let channel = ServiceChannel(
             connection: self, app: app, service: service, conn: conn,
             provider: agent.configuration.app(app)?.services[service],
             player: service == PlaybackCommand.service ? agent.players[app] : nil,
-            taskName: agent.sharedProviderTaskName(app: app, service: service))
+            taskName: taskName)
         channels[channelID] = channel
-        return connection.eventLoop.makeSucceededFuture(.success(channel))
+        return channel
     }
 
     func connection(_ connection: PeerConnection, join request: JoinRequest, context: RequestContext) -> EventLoopFuture<JoinAnswer> {
@@ -113,7 +129,14 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
                 guard case .success(let values) = message.values else {
                     return responder.respond(ServiceReply(status: .failure, detail: "bad message"))
                 }
-                PlaybackService.serve(values, player: player, on: peer.eventLoop).whenSuccess { responder.respond($0) }
+                // Players live on the runtime's loop.
+                let luaLoop = connection.agent.runtime.eventLoop
+                guard !luaLoop.inEventLoop else {
+                    PlaybackService.serve(values, player: player, on: peer.eventLoop).whenSuccess { responder.respond($0) }
+                    return
+                }
+                luaLoop.flatSubmit { PlaybackService.serve(values, player: player, on: luaLoop) }
+                    .hop(to: peer.eventLoop).whenSuccess { responder.respond($0) }
                 return
             }
             connection.agent.serve(channel: self, message: message, responder: responder)

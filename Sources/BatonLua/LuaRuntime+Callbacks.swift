@@ -25,10 +25,14 @@ extension LuaRuntime {
 
     /// The reply a service handler's results make: a table is the message; `nil, status`
     /// answers that status (`failure` if it names none, or names success); returning nothing
-    /// answers `success` with an empty message; an error answers `failure` with its message.
+    /// answers `success` with an empty message; an error answers `failure` with its message;
+    /// a task stopped at its deadline answers `unknown`, saying it timed out.
     /// `handler` names it in details (`the provider of echo`).
     public func serviceReply(from result: Result<TaskResults, ScriptFailure>, handler: @autoclosure () -> String) -> ServiceReply {
         switch result {
+        case .failure(let failure) where failure.isTimeout:
+            // As the connection answers a request that is not answered by its deadline.
+            return ServiceReply(status: .unknown, detail: failure.message)
         case .failure(let failure):
             return ServiceReply(status: .failure, detail: failure.message)
         case .success(let results):

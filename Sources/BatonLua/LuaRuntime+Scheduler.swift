@@ -29,6 +29,10 @@ extension LuaRuntime {
     /// usually in flight at once.
     static let idleThreadLimit = 64
 
+    /// How long a task with a deadline may run Lua without waiting, whatever its deadline:
+    /// every other task of the state waits meanwhile.
+    public static let stretchLimit = TimeAmount.seconds(10)
+
     /// Queues `task` to be resumed with the `nargs` values on top of its stack.
     func enqueue(_ task: LuaTask, nargs: Int32) {
         ready.append((task, nargs))
@@ -75,8 +79,34 @@ extension LuaRuntime {
         let co = task.thread
         current = task
         var nres: Int32 = 0
+        if task.deadline != 0 {
+            // The caller chose the deadline (a stranger may choose 49 days): one stretch of Lua
+            // without a wait, which holds up every other task, ends sooner.
+            let stretchEnd = baton_monotonic_ns() + Self.stretchLimit.nanoseconds
+            limits.pointee.task_deadline_ns = min(task.deadline, stretchEnd)
+            // The hook that enforces it: on this coroutine only (it slows Lua down), when the
+            // state has none.
+            if limits.pointee.deadline_ns == 0 { baton_rearm_hook(co.pointer) }
+        }
         let status = baton_resume(co.pointer, state.pointer, nargs, &nres)
+        limits.pointee.task_deadline_ns = 0
+        // The task ran past its deadline: the hook or a long C function stopped it.
+        let pastDeadline = limits.pointee.task_stopping != 0
+        if pastDeadline {
+            limits.pointee.task_stopping = 0
+            baton_rearm_hook(co.pointer)
+        }
         var traceback = ""
+        if pastDeadline, status == LUA_YIELD {
+            // The hook yielded it where it stood: it ends here, its to-be-closed variables closed.
+            current = nil
+            traceback = tracebackOf(co)
+            _ = baton_close_thread(co.pointer)
+            co.setTop(0)
+            co.push(BATON_TASK_TIMEOUT_MESSAGE)
+            fail(task, traceback: traceback, pastDeadline: true)
+            return
+        }
         if status != LUA_OK, status != LUA_YIELD {
             // The task failed. Its traceback first, while the stack is still there.
             traceback = tracebackOf(co)
@@ -113,7 +143,7 @@ extension LuaRuntime {
         case LUA_OK:
             complete(task, results: nres)
         default:
-            fail(task, traceback: traceback)
+            fail(task, traceback: traceback, pastDeadline: pastDeadline)
         }
     }
 
@@ -139,11 +169,12 @@ extension LuaRuntime {
     /// How a run that failed ends: with the first classed error's exit code, else 1.
     var failedOutcome: RunOutcome { failureClass.map(RunOutcome.failedWith) ?? .failed }
 
-    private func fail(_ task: LuaTask, traceback: String) {
+    /// `pastDeadline`: the task was stopped at its deadline (``startTask(function:name:deadline:arguments:completion:)``).
+    private func fail(_ task: LuaTask, traceback: String, pastDeadline: Bool = false) {
         let co = task.thread
         failed = true
         if failureClass == nil { failureClass = errorClass(at: -1, on: co) }
-        let failure = report(task: task, traceback: traceback)
+        let failure = report(task: task, traceback: traceback, pastDeadline: pastDeadline)
         task.completion?(.failure(failure))
         if let handle = task.handleRef {
             storeOutcome(handle: handle, on: co, state: TaskHandle.failed)
@@ -203,10 +234,14 @@ extension LuaRuntime {
 
     /// Reports the failed task's error, on top of its stack.
     @discardableResult
-    private func report(task: LuaTask, traceback: String) -> ScriptFailure {
+    private func report(task: LuaTask, traceback: String, pastDeadline: Bool = false) -> ScriptFailure {
         // A dead coroutine cannot run a __tostring: a classed error's message is read as it is.
-        let message = classedMessage(at: -1, on: task.thread) ?? task.thread.describe(at: -1)
-        let failure = ScriptFailure(message: message, traceback: traceback, context: task.context)
+        // One stopped at its deadline says so, whatever a pcall made of the stop.
+        let message = pastDeadline
+            ? BATON_TASK_TIMEOUT_MESSAGE
+            : classedMessage(at: -1, on: task.thread) ?? task.thread.describe(at: -1)
+        var failure = ScriptFailure(message: message, traceback: traceback, context: task.context)
+        failure.isTimeout = pastDeadline
         options.trace?.error(task: task, message: message, errorClass: errorClass(at: -1, on: task.thread)?.rawValue, traceback: traceback)
         options.reportFailure(failure)
         return failure
@@ -219,14 +254,17 @@ extension LuaRuntime {
     /// many). `completion` runs on the loop with the results, or with the failure (which is
     /// also reported, traceback included, unless it is a cancellation). Returns the task, for
     /// ``cancelTask(_:)``; nil when the run has ended (`completion` is then told so at once).
+    /// A task given a `deadline` that is still running at it stops there, even inside a
+    /// pattern match or a `pcall`, and fails with a ``ScriptFailure/isTimeout`` failure; so
+    /// does one that runs Lua for ``stretchLimit`` without waiting.
     /// Call on the loop.
     @discardableResult
     public func startTask(
-        function: LuaReference, name: String,
+        function: LuaReference, name: String, deadline: NIODeadline? = nil,
         arguments: (LuaState) -> Int32,
         completion: @escaping (Result<TaskResults, ScriptFailure>) -> Void
     ) -> LuaTaskID? {
-        startTask(name: name, push: { lua in
+        startTask(name: name, deadline: deadline, push: { lua in
             lua.pushRef(function.ref)
             return arguments(lua)
         }, completion: completion)
@@ -235,10 +273,11 @@ extension LuaRuntime {
     /// Runs a new task whose function and arguments `push` puts on the task's stack, returning
     /// the number of arguments, or nil when there is nothing to run (the task is dropped,
     /// `completion` is not called, and the result is nil). Returns the task, for
-    /// ``cancelTask(_:)``. Call on the loop.
+    /// ``cancelTask(_:)``. A `deadline` stops it as
+    /// ``startTask(function:name:deadline:arguments:completion:)`` says. Call on the loop.
     @discardableResult
     public func startTask(
-        name: String, push: (LuaState) -> Int32?,
+        name: String, deadline: NIODeadline? = nil, push: (LuaState) -> Int32?,
         completion: ((Result<TaskResults, ScriptFailure>) -> Void)? = nil
     ) -> LuaTaskID? {
         eventLoop.preconditionInEventLoop()
@@ -248,6 +287,11 @@ extension LuaRuntime {
         }
         let task = makeTask(origin: .host(name))
         task.completion = completion
+        if let deadline {
+            // The hook reads CLOCK_MONOTONIC; NIO's clock may count from elsewhere.
+            let left = max(deadline - .now(), .nanoseconds(1))
+            task.deadline = baton_monotonic_ns() + left.nanoseconds
+        }
         guard let nargs = push(task.thread) else {
             tasks[task.id] = nil
             state.unref(task.threadRef)

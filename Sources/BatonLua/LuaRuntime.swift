@@ -6,6 +6,7 @@ import Glibc
 #endif
 import Logging
 import NIOCore
+import Synchronization
 
 /// One script's Lua state and the scheduler that runs its tasks.
 ///
@@ -44,6 +45,9 @@ public final class LuaRuntime: @unchecked Sendable {
     var exitCode: Int32?
     var finished = false
     var deadline: Scheduled<Void>?
+    /// Taken by whoever writes the run's end into the trace: the loop, or a watchdog that
+    /// ends the process while the loop is stuck (``startWatchdog(grace:expire:)``).
+    let endClaimed = Atomic<Bool>(false)
     let promise: EventLoopPromise<RunOutcome>
     /// Told when the main chunk has returned or failed, before the run may go on serving
     /// timers and tasks (an agent starts listening then). Set it in `configure`.
@@ -86,6 +90,8 @@ public final class LuaRuntime: @unchecked Sendable {
         }
         state = LuaState(L)
         luaL_openlibs(L)
+        // Pattern matching that stops at a deadline: Lua's own never lets the hook run.
+        baton_open_patterns(L)
         installValueMetatables()
         installErrorMetatable()
     }
@@ -293,7 +299,9 @@ public final class LuaRuntime: @unchecked Sendable {
         deadline?.cancel()
         ready.removeAll()
         for module in modules { module.runFinished(self) }
-        if let trace = options.trace {
+        // Claimed even without a trace: a watchdog that finds it claimed ends nothing.
+        let claimed = !endClaimed.exchange(true, ordering: .acquiringAndReleasing)
+        if let trace = options.trace, claimed {
             // Tasks still there when the run ends (baton.exit, a timeout) stop with it.
             for id in tasks.keys.sorted() { if let task = tasks[id] { trace.taskEnded(task, status: "stopped") } }
             trace.finish(exitCode: outcome.exitCode, outcome: outcome.name)

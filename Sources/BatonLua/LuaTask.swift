@@ -31,6 +31,8 @@ final class LuaTask: @unchecked Sendable {
     var cancelling = false
     /// For a task the host started: told the results (on the task's stack) or the failure.
     var completion: ((Result<TaskResults, ScriptFailure>) -> Void)?
+    /// When the task must stop (CLOCK_MONOTONIC ns, as the count hook reads it); 0: never.
+    var deadline: Int64 = 0
     /// What a traced run's records say of the task (its parent, its batch item).
     var traceLabel: RunTrace.TaskLabel?
 

@@ -54,12 +54,17 @@ public struct ScriptFailure: Error, Sendable, Equatable {
     /// Whether the code did not fail but was cancelled (``LuaRuntime/cancelTask(_:)``): the
     /// message then says so (`task 3 was cancelled`), and there is no traceback.
     public var isCancellation: Bool
+    /// Whether the code was stopped at its task's deadline (a provider or launch function that
+    /// ran past its request's): the message then says it timed out.
+    public var isTimeout: Bool
 
-    /// A failure as the user should see it; `isCancellation` for a task that was cancelled.
-    public init(message: String, traceback: String, context: String?, isCancellation: Bool = false) {
+    /// A failure as the user should see it; `isCancellation` for a task that was cancelled,
+    /// `isTimeout` for one stopped at its deadline.
+    public init(message: String, traceback: String, context: String?, isCancellation: Bool = false, isTimeout: Bool = false) {
         self.message = message
         self.traceback = traceback
         self.context = context
         self.isCancellation = isCancellation
+        self.isTimeout = isTimeout
     }
 }

@@ -7,6 +7,11 @@ public struct RuntimeOptions: Sendable {
     public var timeout: Duration?
     /// The Lua heap's size limit in bytes; allocations past it fail as "not enough memory".
     public var maxMemory: Int?
+    /// The cap `baton run` and `baton batch` give a script unless told otherwise: 1 GiB.
+    public static let defaultScriptMemory = 1 << 30
+    /// The cap an agent's Lua state (its configuration, launch functions and providers) gets
+    /// unless told otherwise: 256 MiB.
+    public static let defaultAgentMemory = 256 << 20
     /// Where `baton.log` writes and where the runtime logs.
     public var logger: Logger
     /// Called on the event loop for every uncaught error.

@@ -45,21 +45,42 @@ static void *baton_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     return p;
 }
 
+static void count_hook(lua_State *L, lua_Debug *ar);
+
+/* Whether the code running now must stop: the run is ending, its deadline has passed, or the
+   current task's has. Reads the clock only when there is a deadline. */
+static int must_stop(baton_runtime *rt) {
+    if (rt->stopping || rt->task_stopping)
+        return 1;
+    if (!rt->deadline_ns && !rt->task_deadline_ns)
+        return 0;
+    int64_t now = baton_monotonic_ns();
+    if (rt->deadline_ns && now >= rt->deadline_ns) {
+        rt->timed_out = 1;
+        rt->stopping = 1;
+        return 1;
+    }
+    if (rt->task_deadline_ns && now >= rt->task_deadline_ns) {
+        rt->task_stopping = 1;
+        return 1;
+    }
+    return 0;
+}
+
 static void raise_stop(lua_State *L, baton_runtime *rt) {
     /* Fire on every instruction from now on, so no pcall can swallow the stop. */
-    lua_sethook(L, lua_gethook(L), LUA_MASKCOUNT, 1);
-    lua_pushstring(L, rt->stop_message);
+    lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
+    if (rt->stopping)
+        lua_pushstring(L, rt->stop_message);
+    else
+        lua_pushliteral(L, BATON_TASK_TIMEOUT_MESSAGE);
     lua_error(L);
 }
 
 static void count_hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
     baton_runtime *rt = baton_runtime_of(L);
-    if (!rt->stopping && rt->deadline_ns && baton_monotonic_ns() >= rt->deadline_ns) {
-        rt->timed_out = 1;
-        rt->stopping = 1;
-    }
-    if (!rt->stopping)
+    if (!must_stop(rt))
         return;
     /* A yield ends the task where it stands: no pcall can catch it and no message handler
        runs (a handler raised from here would run with hooks off, and could loop forever). */
@@ -70,14 +91,24 @@ static void count_hook(lua_State *L, lua_Debug *ar) {
     raise_stop(L, rt);
 }
 
+void baton_check_stop(lua_State *L) {
+    baton_runtime *rt = baton_runtime_of(L);
+    if (must_stop(rt))
+        raise_stop(L, rt);
+}
+
+void baton_rearm_hook(lua_State *L) { lua_sethook(L, count_hook, LUA_MASKCOUNT, BATON_HOOK_COUNT); }
+
 lua_State *baton_newstate(baton_runtime *rt) {
     lua_State *L = lua_newstate(baton_alloc, rt);
     if (L == NULL)
         return NULL;
     *(baton_runtime **)lua_getextraspace(L) = rt;
-    /* Threads made later copy the hook and the extra space from the main thread. */
+    /* Threads made later copy the hook and the extra space from the main thread. Only with
+       a deadline: a count hook slows every instruction down. A task with a deadline of its
+       own gets the hook on its coroutine (baton_rearm_hook) when it is resumed. */
     if (rt->deadline_ns)
-        lua_sethook(L, count_hook, LUA_MASKCOUNT, 1000);
+        lua_sethook(L, count_hook, LUA_MASKCOUNT, BATON_HOOK_COUNT);
     return L;
 }
 

@@ -52,7 +52,10 @@ struct AgentCommand: ParsableCommand {
             Lua code in the configuration (launch functions, providers) has the whole baton \
             module: it reaches other devices as this device, over the same mutual TLS (plaintext \
             to loopback agents with --insecure), and finds them over mDNS (unless --no-mdns) \
-            and through --peer.
+            and through --peer. It runs on a thread of its own, apart from the connections: a \
+            provider or launch function still running at its request's deadline is stopped \
+            there (even inside a pattern match) and its caller answered unknown (timed out), \
+            while other callers are served meanwhile. Its memory is capped at 256M.
 
             When ready, prints one line to stdout: listening on HOST:PORT id=ID name="NAME". \
             SIGINT or SIGTERM shuts down cleanly: open channels get canceled, requests in \
@@ -134,8 +137,11 @@ struct AgentCommand: ParsableCommand {
         logging.bootstrap()
         let logger = Logger(label: "baton.agent")
         let format = logging.logFormat
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        // One loop runs Lua, the other serves connections: a provider busy in Lua (a long
+        // pattern match sent by a stranger) holds up no one else's describe or launch.
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let loop = group.next()
+        let servingLoop = group.next()
 
         // The account and this device's certificate, made on first use.
         let credentials: DeviceCredentials
@@ -151,7 +157,8 @@ struct AgentCommand: ParsableCommand {
         let defaults = AgentConfiguration(
             device: DeviceInfo(id: credentials.deviceID, name: Self.hostName(), kind: .desktop),
             handlers: Self.defaultHandlers())
-        let options = RuntimeOptions(logger: logger, reportFailure: { FailureReport.write($0, format: format) })
+        let options = RuntimeOptions(
+            maxMemory: RuntimeOptions.defaultAgentMemory, logger: logger, reportFailure: { FailureReport.write($0, format: format) })
         // Launch functions and providers reach other devices as this device, over the same
         // mutual TLS it serves with, and find them as `baton run` does.
         var network = DeviceAccess.Options()
@@ -161,7 +168,7 @@ struct AgentCommand: ParsableCommand {
         if !mdns { network.discovery.mdns = nil }
         let agent: Agent
         do {
-            agent = try Agent.start(config: config.map { .file($0) }, defaults: defaults, options: options, network: network, on: loop).wait()
+            agent = try Agent.start(config: config.map { .file($0) }, defaults: defaults, options: options, network: network, on: loop, servingLoop: servingLoop).wait()
         } catch let failure as ScriptFailure {
             if failure.traceback.isEmpty { FailureReport.write(failure, format: format) }
             Baton.exitProcess(2)

@@ -26,7 +26,8 @@ struct BatchCommand: ParsableCommand {
             raises an error of a class in --retry-on (default: unavailable and timeout; never \
             not_found, denied or a script error) is tried again, up to --retries more times, \
             after an exponential backoff with jitter (--backoff MIN..MAX) during which other \
-            items run. --item-timeout cancels an item at its deadline (class timeout).
+            items run. --item-timeout cancels an item at its deadline (class timeout). The \
+            script's memory is capped at 1G.
 
             Stopping early: --halt soon,fail=N starts nothing new once N items failed \
             (now,fail=N also cancels the running ones; N may be a percentage); --timeout \
@@ -210,7 +211,7 @@ struct BatchCommand: ParsableCommand {
         let traceContext = TraceOptions.context()
         let trace = tracing.open(runID: runID, context: traceContext, format: format)
         let runOptions = RuntimeOptions(
-            logger: Logger(label: "baton.batch"), reportFailure: { FailureReport.write($0, format: format) }, trace: trace?.0)
+            maxMemory: RuntimeOptions.defaultScriptMemory, logger: Logger(label: "baton.batch"), reportFailure: { FailureReport.write($0, format: format) }, trace: trace?.0)
         var network = DeviceAccess.Options()
         network.discovery = discovery.directoryOptions
         network.traceparent = traceContext.traceparent

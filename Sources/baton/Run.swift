@@ -21,6 +21,12 @@ struct Run: ParsableCommand {
             The run ends when the main chunk has returned and nothing is left that can \
             fire (no task, timer or wait pending), at `baton.exit(code)`, or at --timeout.
 
+            --timeout stops Lua code anywhere, pcall and pattern matching included; a script \
+            stuck in a C function that never returns (a blocking os.execute or read) is \
+            ended by a watchdog 2s after the timeout, with exit 3 and its \
+            trace finished. The script's memory is capped at 1G unless --max-memory says \
+            otherwise.
+
             --lock NAME runs the script only if no other run holds that lock (see baton \
             lock): one run of a job at a time, from cron or by hand.
 
@@ -54,7 +60,7 @@ struct Run: ParsableCommand {
     @Option(help: ArgumentHelp("Stop the whole run after this long, even a busy loop: 500ms, 30s, 2m.", valueName: "duration"))
     var timeout: String?
 
-    @Option(name: .customLong("max-memory"), help: ArgumentHelp("Cap the script's memory: 64M, 512K, 1G. Allocations past it fail with \"not enough memory\".", valueName: "size"))
+    @Option(name: .customLong("max-memory"), help: ArgumentHelp("Cap the script's memory: 64M, 512K, 4G (default 1G; 0 for no cap). Allocations past it fail with \"not enough memory\".", valueName: "size"))
     var maxMemory: String?
 
     @OptionGroup var discovery: DiscoveryOptions
@@ -90,6 +96,16 @@ struct Run: ParsableCommand {
 
     @Argument(parsing: .captureForPassthrough, help: ArgumentHelp("Arguments for the script.", valueName: "args"))
     var arguments: [String] = []
+
+    /// How long after --timeout the watchdog ends a run whose thread is stuck.
+    static let watchdogGrace: Duration = .seconds(2)
+
+    /// --max-memory as bytes: the default cap when not given, none for 0.
+    static func memoryCap(_ text: String?) -> Int? {
+        guard let text else { return RuntimeOptions.defaultScriptMemory }
+        let bytes = ByteSizeText.parse(text)
+        return bytes == 0 ? nil : bytes
+    }
 
     func validate() throws {
         if execute == nil && script == nil {
@@ -171,7 +187,7 @@ struct Run: ParsableCommand {
         let trace = tracing.open(runID: runID, context: traceContext, format: format)
         let options = RuntimeOptions(
             timeout: timeout.flatMap(DurationText.parse),
-            maxMemory: maxMemory.flatMap(ByteSizeText.parse),
+            maxMemory: Self.memoryCap(maxMemory),
             logger: Logger(label: "baton.script"),
             reportFailure: { FailureReport.write($0, format: format) },
             trace: trace?.0
@@ -186,7 +202,19 @@ struct Run: ParsableCommand {
         let outcome = try LuaRuntime.run(
             source, arguments: args, commandLine: commandLine, options: options,
             modules: BatonModules.standard(network: network, runID: runID), on: group.next()
-        ).wait()
+        ) { runtime in
+            // The loop's thread may be stuck in a C function no deadline reaches: end the
+            // process from another thread, the trace finished first.
+            runtime.startWatchdog(grace: Self.watchdogGrace) { outcome in
+                if case .timedOut(let duration) = outcome {
+                    FailureReport.write(
+                        message: "timeout after \(DurationText.format(duration)) (stuck in a C function: ended \(DurationText.format(Self.watchdogGrace)) later)",
+                        format: format)
+                }
+                if let (_, path) = trace { tracing.settle(path: path, exitCode: outcome.exitCode) }
+                Baton.exitProcess(outcome.exitCode)
+            }
+        }.wait()
         switch outcome {
         case .invalidScript(let message):
             FailureReport.write(message: message, format: format)

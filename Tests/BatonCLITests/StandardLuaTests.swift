@@ -452,4 +452,71 @@ struct StandardLuaTests {
         #expect(r.exitCode == 1, "\(r)")
         #expect(r.stdout == "closing with\ttask failed\nfalse\ttask failed\nfalse\tclose failed\n", "\(r)")
     }
+
+    // MARK: patterns (Baton's own matcher, baton_pattern.c)
+
+    /// Baton replaces string.find, match, gmatch and gsub with a matcher that stops at a
+    /// deadline; scripts must not see any other difference: results, captures, positions,
+    /// init, plain, replacement strings, tables and functions, and every error's words.
+    @Test("string.find, match, gmatch and gsub: the same results and errors as lua5.4 over many subjects and patterns")
+    func patterns() async throws {
+        let (lua, _) = try await expectSameAsLua(#"""
+            local function show(...)
+              local t = table.pack(...)
+              for i = 1, t.n do t[i] = tostring(t[i]) end
+              return table.concat(t, ",", 1, t.n)
+            end
+            local function try(f, ...)
+              local r = table.pack(pcall(f, ...))
+              if r[1] then return show(table.unpack(r, 2, r.n)) end
+              return "error: " .. tostring(r[2])
+            end
+            local subjects = {"", "a", "hello world", "  x = 1; y=22;  ", "THE (quick) fox", "[[x]]", "f(a(b)c)d",
+              "a.b-c+d*e?f", "aaa", "ab12cd345", "\0a\0b", "caf\195\169 \t\n end", "key=value;k2=v2;", "%d%s", "^$"}
+            local patterns = {"", "a", ".", "%a+", "%A+", "%c", "%C+", "%d+", "%D+", "%g+", "%G", "%l+", "%L+", "%p+", "%P+",
+              "%s+", "%S+", "%u+", "%U+", "%w+", "%W+", "%x+", "%X+", "%.", "%%", "[%a_][%w_]*", "[^%s]+", "[a-c]+", "[]]", "[^]]+",
+              "[a-]", "[-a]+", "[%]]", "[%-]", "a*", "a+", "a-", "a?", "a-b", ".-", ".*", "^a", "^(a+)", "a$", "^$", "$", "^",
+              "(a)(b)", "()a()", "(a*(.)%w(%s*))", "%b()", "%b[]", "%bxy", "%f[%w]%w+", "%f[%W]", "%f[%a]", "%f[^%z]",
+              "(%a)%1", "(.)%1", "((%a)%2)", "^(.-)=(.-);", "(%w+)=(%w+)", "%s*(%S+)%s*", "x%$", "a$b", "%^", "[%a%d]+",
+              "[^%a%d]", "[a-z%-]+", "l+", "o", "(o)", "(h)(e)(l)", "(%d)(%d)", "%z", "[%z]", "\0", "%0", "()", "(()())",
+              "%f[%l]", "[A-Z]+", "q?u?i?c?k?", "^%s*$", ".-$", "(.-)%s", "[.]", "[+*]", "%?"}
+            local bad = {"[a", "%", "(a", "a)", "%b", "%ba", "%f", "%fa", "%1", "(a)%2", "(a%1)", "[%", "[^", "((((((((((((((((((((((((((((((((((a))))))))))))))))))))))))))))))))))"}
+            for _, s in ipairs(subjects) do
+              for _, p in ipairs(patterns) do
+                print(("%q %q"):format(s, p), try(string.find, s, p), try(string.match, s, p),
+                  try(string.gsub, s, p, "<%0>"), try(string.find, s, p, 3), try(string.find, s, p, -2),
+                  try(string.match, s, p, 100), try(string.find, s, p, 0), try(string.find, s, p, 1, true))
+                local out = {}
+                local ok, e = pcall(function() for a, b in s:gmatch(p) do out[#out + 1] = show(a, b) end end)
+                print("gmatch", ok and table.concat(out, "|") or e)
+                out = {}
+                ok, e = pcall(function() for a in s:gmatch(p, 4) do out[#out + 1] = show(a) end end)
+                print("gmatch4", ok and table.concat(out, "|") or e)
+                print("gsub1", try(string.gsub, s, p, "%%", 1), try(string.gsub, s, p, "[%1]", 2))
+                print("gsubf", try(string.gsub, s, p, function(a, b) if a == "a" then return nil end return "{" .. tostring(a) .. tostring(b) .. "}" end))
+                print("gsubt", try(string.gsub, s, p, {a = "A", l = false, o = 0, [""] = "E"}))
+              end
+            end
+            for _, p in ipairs(bad) do
+              print(p, try(string.find, "aaa", p), try(string.match, "x(a)", p), try(string.gsub, "aaa", p, "x"),
+                pcall(function() for x in ("aaa"):gmatch(p) do end end))
+            end
+            print(try(string.gsub, "abc", "%w", "%2"), try(string.gsub, "abc", "(%w)", "%2"), try(string.gsub, "abc", "%w", "%"),
+              try(string.gsub, "abc", "%w", "%x"), try(string.gsub, "abc", "%w"), try(string.gsub, "abc", "%w", true),
+              try(string.gsub, "abc", "%w", function() return {} end), try(string.gsub, "abc", "%w", 5), try(string.gsub, "abc", "(%w)()", "%2"),
+              try(string.gsub, "abc", "", "-"), try(string.gsub, "abc", "b*", "-"), try(string.gsub, "abc", "^", "-"), try(string.gsub, "abc", "$", "-"),
+              try(string.gsub, "abc", "x*", "-", 2), try(string.gsub, "abc", ".", {a = 1.5, b = 2}), try(string.gsub, "hello", "(l)(l)", "%2%1%0"),
+              try(string.find, "abc", "b", -100), try(string.find, "abc", "", 10), try(string.find, "abc", "", 4), try(string.find, "a.b", ".", 1, true),
+              try(string.find, "abc", "c", math.mininteger), try(string.match, "  x", "()x()"), try(string.gsub, "abc", "%w", "%1"),
+              try(string.find, 123, 2), try(string.find, "abc"), try(string.gmatch, "abc"), try(string.gsub, "x", "x", "y", -1),
+              try(string.rep("a", 300).find, string.rep("a", 300), string.rep("a?", 300) .. string.rep("a", 300)))
+            for k, v in string.gmatch("a=1, b=2, c=3", "(%w+)=(%w+)") do print(k, v) end
+            for w in string.gmatch("one two three", "%a+", -5) do print(w) end
+            print(("x"):rep(10):gsub("x", "%%1"))
+            print(string.format("%q", ("\0\1abc"):gsub("%c", "?")))
+            print(pcall(string.match, string.rep("a", 1000), string.rep("(", 40) .. "a" .. string.rep(")", 40)))
+            print(pcall(string.match, string.rep("x", 300), string.rep(".?", 250)))
+            """#)
+        #expect(lua.stdout.split(separator: "\n").count > 8000, "\(lua.stdout.prefix(200))")
+    }
 }

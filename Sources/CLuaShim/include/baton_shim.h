@@ -22,8 +22,15 @@ typedef struct baton_runtime {
     volatile int stopping;   /* set once the run must end: every count hook then raises */
     int timed_out;           /* set by the hook when it finds the deadline passed */
     int64_t deadline_ns;     /* CLOCK_MONOTONIC deadline in ns; 0 means none */
+    int64_t task_deadline_ns; /* the running task's deadline (the scheduler sets it); 0: none */
+    volatile int task_stopping; /* set once the running task's deadline has passed */
     char stop_message[160];  /* the error the hook raises once stopping */
 } baton_runtime;
+
+/* What a task stopped at its deadline fails with. */
+#define BATON_TASK_TIMEOUT_MESSAGE "timed out: the task ran past its deadline, or too long without a wait"
+/* VM instructions between two runs of the count hook. */
+#define BATON_HOOK_COUNT 1000
 
 /* The function every host-function trampoline calls: `box` is the pointer given to
    baton_push_host_function. */
@@ -31,7 +38,8 @@ typedef int (*baton_dispatch_fn)(lua_State *L, void *box);
 void baton_set_dispatch(baton_dispatch_fn fn);
 
 /* Creates a state whose allocator counts bytes against rt->limit, with rt in the extra space
-   of every thread. When rt->deadline_ns is set, installs the count hook that enforces it. */
+   of every thread. When rt->deadline_ns is set, installs the count hook that enforces it (and
+   rt->task_deadline_ns); a task with a deadline needs baton_rearm_hook on its coroutine. */
 lua_State *baton_newstate(baton_runtime *rt);
 baton_runtime *baton_runtime_of(lua_State *L);
 
@@ -47,6 +55,21 @@ void *baton_wait_sentinel(void);
    that abandons the current task's wait, which they call where a wait cannot reach the
    scheduler. */
 void baton_open_coroutines(lua_State *L);
+
+/* Replaces string.find, match, gmatch and gsub with Baton's (baton_pattern.c): the same
+   results, but a long match stops at the run's or the task's deadline. */
+void baton_open_patterns(lua_State *L);
+
+/* For C functions that may run long: raises the stop (as the count hook does, armed so that
+   no pcall swallows it) when the run is ending or its or the running task's deadline has
+   passed; returns otherwise. Call only where a Lua error may be raised (no Swift frame
+   between here and the lua_resume or lua_pcall that catches it). */
+void baton_check_stop(lua_State *L);
+
+/* Sets L's count hook, at its usual period: for a coroutine about to run a task with a
+   deadline (coroutines it makes inherit it), or after a task's stop armed it on every
+   instruction. */
+void baton_rearm_hook(lua_State *L);
 
 /* Marks the thread on top of L's stack as a task's coroutine (leaves it there). */
 void baton_mark_task(lua_State *L);
