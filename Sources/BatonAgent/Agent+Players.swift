@@ -15,8 +15,10 @@ extension Agent {
             case .mpv(let socket, let arguments, let executable):
                 let path = socket ?? defaultSocket(device: configuration.device.id, app: app.info.id)
                 players[app.info.id] = MPVPlayer(socket: path, arguments: arguments, executable: executable, on: loop, logger: logger)
-            case .mpd(let host, let port, let musicDirectory):
-                players[app.info.id] = MPDPlayer(host: host, port: port, musicDirectory: musicDirectory, on: loop, logger: logger)
+            case .mpd(let host, let port, let musicDirectory, let timeout):
+                let player = MPDPlayer(host: host, port: port, musicDirectory: musicDirectory, on: loop, logger: logger)
+                player.callTimeout = .nanoseconds(Int64(timeout * 1e9))
+                players[app.info.id] = player
             }
         }
         return players

@@ -4,7 +4,8 @@ import BatonLua
 extension PlayerConfiguration {
     /// The `player = {...}` of app `app`: `backend = "mpv"` with `socket`, `args` and
     /// `executable`, or `backend = "mpd"` with `address` (host:port, default 127.0.0.1:6600)
-    /// and `music_directory`. Errors name the app and the field.
+    /// and `music_directory` and `timeout` (seconds a command may take, default 2). Errors name
+    /// the app and the field.
     init(fields: ValueDictionary, app: String) throws {
         func fail(_ text: String) -> HostError { .message("app \(app): player: \(text)") }
         func string(_ key: String) throws -> String? {
@@ -32,10 +33,17 @@ extension PlayerConfiguration {
             if let socket, socket.utf8.count > 100 { throw fail("socket path is too long for a Unix socket (at most 100 bytes)") }
             self = .mpv(socket: socket, arguments: arguments, executable: try string("executable") ?? "mpv")
         case "mpd":
-            try allow(["backend", "address", "music_directory"])
+            try allow(["backend", "address", "music_directory", "timeout"])
             let text = try string("address") ?? "127.0.0.1:6600"
             guard let address = RemoteDevice.Endpoint(text) else { throw fail("address must be host:port, got \"\(text)\"") }
-            self = .mpd(host: address.host, port: address.port, musicDirectory: try string("music_directory"))
+            var timeout = 2.0
+            switch fields["timeout"] {
+            case nil: break
+            case .int(let seconds)? where 0 < seconds && seconds <= 600: timeout = Double(seconds)
+            case .double(let seconds)? where 0 < seconds && seconds <= 600: timeout = seconds
+            default: throw fail("timeout must be a number of seconds above 0 and at most 600")
+            }
+            self = .mpd(host: address.host, port: address.port, musicDirectory: try string("music_directory"), timeout: timeout)
         case let other:
             throw fail("backend must be \"mpv\" or \"mpd\", got \(other.map { "\"\($0)\"" } ?? "nothing")")
         }

@@ -48,7 +48,9 @@ struct AgentConfigurationTests {
         ("app{ id = 'a', player = { backend = 'mpv', args = {1} } }", "agent.lua:1: app a: player: args must be a list of strings"),
         ("app{ id = 'a', player = { backend = 'mpv', socket = '/' .. string.rep('s', 120) } }", "agent.lua:1: app a: player: socket path is too long for a Unix socket (at most 100 bytes)"),
         ("app{ id = 'a', player = { backend = 'mpd', address = 'nowhere' } }", "agent.lua:1: app a: player: address must be host:port, got \"nowhere\""),
-        ("app{ id = 'a', player = { backend = 'mpd', socket = '/x' } }", "agent.lua:1: app a: player: unknown field 'socket' (fields: address, backend, music_directory)"),
+        ("app{ id = 'a', player = { backend = 'mpd', socket = '/x' } }", "agent.lua:1: app a: player: unknown field 'socket' (fields: address, backend, music_directory, timeout)"),
+        ("app{ id = 'a', player = { backend = 'mpd', timeout = 0 } }", "agent.lua:1: app a: player: timeout must be a number of seconds above 0 and at most 600"),
+        ("app{ id = 'a', player = { backend = 'mpd', timeout = '5' } }", "agent.lua:1: app a: player: timeout must be a number of seconds above 0 and at most 600"),
         ("app{ id = 'a', player = 'mpv' }", "agent.lua:1: app: player must be a table, got string"),
         ("app{ id = 'a', player = { backend = 'mpd' }, services = { ['baton.playback'] = print } }", "agent.lua:1: app a: its player answers baton.playback; give a player or a provider of it, not both"),
         ("error('broken')", "agent.lua:1: broken"),
@@ -62,13 +64,13 @@ struct AgentConfigurationTests {
     func playerApps() async throws {
         let agent = try await startAgent("""
             app{ id = "org.example.music", schemes = {"file"},
-                 player = { backend = "mpd", address = "127.0.0.1:1", music_directory = "/srv/music" },
+                 player = { backend = "mpd", address = "127.0.0.1:1", music_directory = "/srv/music", timeout = 5.5 },
                  services = { ping = function() return {} end } }
             """)
         defer { agent.stop() }
         let app = try #require(agent.configuration.app("org.example.music"))
         #expect(app.info.services == ["baton.playback", "ping"])
-        #expect(app.player == .mpd(host: "127.0.0.1", port: 1, musicDirectory: "/srv/music"))
+        #expect(app.player == .mpd(host: "127.0.0.1", port: 1, musicDirectory: "/srv/music", timeout: 5.5))
         guard case .player = app.launch else { Issue.record("launch is \(app.launch), not the player"); return }
         // The channel opens whether or not MPD answers yet: the player is reached when asked.
         #expect(agent.openStatus(app: "org.example.music", service: "baton.playback").0 == .success)

@@ -21,8 +21,9 @@ public enum PlayerConfiguration: Sendable, Equatable {
     /// mpv over its JSON IPC at `socket` (nil: a path of the agent's own); attached to when one
     /// listens there, else started with `arguments` added.
     case mpv(socket: String?, arguments: [String], executable: String)
-    /// A running MPD at `host`:`port` whose music directory is `musicDirectory`.
-    case mpd(host: String, port: Int, musicDirectory: String?)
+    /// A running MPD at `host`:`port` whose music directory is `musicDirectory`; a command
+    /// waits `timeout` seconds at most for its answer.
+    case mpd(host: String, port: Int, musicDirectory: String?, timeout: Double = 2)
 }
 
 extension PlaybackFailure {

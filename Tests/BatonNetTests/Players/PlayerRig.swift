@@ -79,11 +79,11 @@ struct PlayerAgent {
     }
 
     /// An agent named `name` whose player is the MPD at `port` with `music` as its music directory.
-    static func mpd(_ name: String, port: Int, music: String) async throws -> PlayerAgent {
+    static func mpd(_ name: String, port: Int, music: String, timeout: Double = 2) async throws -> PlayerAgent {
         let agent = try await AgentProcess.start(config: """
             device{ name = "\(name)", kind = "speaker" }
             app{ id = "\(playerApp)", name = "Music", schemes = {"file"},
-                 player = { backend = "mpd", address = "127.0.0.1:\(port)", music_directory = "\(music)" } }
+                 player = { backend = "mpd", address = "127.0.0.1:\(port)", music_directory = "\(music)", timeout = \(timeout) } }
             """)
         return PlayerAgent(agent: agent, socket: nil)
     }
