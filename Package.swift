@@ -106,6 +106,7 @@ let package = Package(
                 "BatonLua", "BatonCore", "BatonNet", "BatonWire", "BatonClient", "BatonDiscovery", "BatonSecurity",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

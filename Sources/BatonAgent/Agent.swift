@@ -5,6 +5,7 @@ import BatonSecurity
 import BatonWire
 import CLuaShim
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// A device's host: its configuration (run in Lua), its apps, launch dispatch and the app
@@ -19,7 +20,9 @@ public final class Agent: @unchecked Sendable {
     /// was started without a serving loop of its own.
     public let servingLoop: any EventLoop
     /// The device and apps, as configured.
-    public private(set) var configuration: AgentConfiguration
+    /// Read on both loops; written (a rename on the network) on the runtime's.
+    public var configuration: AgentConfiguration { configurationBox.withLockedValue { $0 } }
+    private let configurationBox: NIOLockedValueBox<AgentConfiguration>
     /// Completes when the agent's Lua runtime ends (after ``stop()``, or a fatal error).
     public let ended: EventLoopFuture<RunOutcome>
     let logger: Logger
@@ -47,7 +50,7 @@ public final class Agent: @unchecked Sendable {
     ) {
         self.runtime = runtime
         self.servingLoop = servingLoop
-        self.configuration = configuration
+        self.configurationBox = NIOLockedValueBox(configuration)
         self.ended = ended
         self.logger = logger
         self.spawner = ProcessSpawner(eventLoop: servingLoop)
@@ -108,8 +111,10 @@ public final class Agent: @unchecked Sendable {
     /// Applies command-line overrides of the configured name and kind. Call on the loop.
     public func override(name: String?, kind: DeviceKind?) {
         runtime.eventLoop.preconditionInEventLoop()
-        if let name { configuration.device.name = name }
-        if let kind { configuration.device.kind = kind }
+        configurationBox.withLockedValue { configuration in
+            if let name { configuration.device.name = name }
+            if let kind { configuration.device.kind = kind }
+        }
     }
 
     /// Stops the players the agent started (those it attached to play on), then lets the
