@@ -24,7 +24,8 @@ struct AccountCommand: ParsableCommand {
             To add a device, run baton account invite on the device that made the account and \
             baton account join CODE on the new one, while the first device's agent runs; with no \
             network path between them, use export-device and import instead. revoke stops \
-            trusting a device.
+            trusting a device. known lists the devices this one has met, pinned to what their \
+            handshakes proved (discovery's word is only a hint); forget lets one be pinned afresh.
             """,
         subcommands: [Show.self, Invite.self, Join.self, ExportDevice.self, Import.self, Revoke.self, Known.self, Forget.self],
         defaultSubcommand: Show.self
