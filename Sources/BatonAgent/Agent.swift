@@ -153,11 +153,9 @@ public final class Agent: @unchecked Sendable {
     private func launchOnLoop(
         _ request: LaunchRequest, from caller: AuthorizationKind, context: RequestContext?, logger: Logger
     ) -> EventLoopFuture<(LaunchStatus, String)> {
-        // A stranger sees only the apps marked anonymous: the rest answer as if absent.
+        // A stranger sees only the apps marked anonymous: the rest answer as if absent (and
+        // its connection logs the refusal, at a bounded rate).
         let target = configuration.resolve(request, anonymousCaller: caller == .anonymous)
-        if caller == .anonymous, case .refused(.deniedByRemoteSystem, let refusal) = target {
-            logger.notice("refused an anonymous launch", metadata: ["uri": "\(request.uri)", "reason": "\(refusal)"])
-        }
         switch target {
         case .refused(let status, let detail):
             return servingLoop.makeSucceededFuture((status, detail))

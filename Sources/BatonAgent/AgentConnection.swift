@@ -50,7 +50,13 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
     }
 
     func connection(_ connection: PeerConnection, launch request: LaunchRequest, context: RequestContext) -> EventLoopFuture<(LaunchStatus, String)> {
-        agent.launch(request, from: caller(connection), context: context, logger: logger)
+        let caller = caller(connection)
+        let launched = agent.launch(request, from: caller, context: context, logger: logger)
+        guard caller == .anonymous else { return launched }
+        return launched.hop(to: connection.eventLoop).map { [weak connection] result in
+            if result.0 == .deniedByRemoteSystem { connection?.noteRefusedLaunch("\(request.uri): \(result.1)") }
+            return result
+        }
     }
 
     func connection(

@@ -14,4 +14,10 @@ extension PeerConnection {
     public func noteRefusedJoin(_ detail: String) {
         trouble(.join, "refused a device joining the account", detail)
     }
+
+    /// A stranger's launch refused, for the log, counted as a refused join is: a stranger
+    /// sending launches cannot flood the log either. On the connection's loop.
+    public func noteRefusedLaunch(_ detail: String) {
+        trouble(.launch, "refused an anonymous launch", detail)
+    }
 }

@@ -15,6 +15,7 @@ final class RefusalLog: @unchecked Sendable {
         case broken = "callers that broke the protocol"
         case timedOut = "callers that did not finish their handshake in time"
         case join = "join attempts refused"
+        case launch = "launches refused to other accounts"
     }
 
     private let logger: Logger

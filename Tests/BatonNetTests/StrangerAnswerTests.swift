@@ -67,4 +67,23 @@ struct StrangerAnswerTests {
             #expect(await own.openService("peek", app: "org.test.nothing", on: agent.address).1 == .appNotInstalled)
         }
     }
+
+    @Test("a stranger sending 300 launches to a private app: each denied, and the agent's log holds a few lines of them, not 300")
+    func refusedLaunchesAreLoggedAtABoundedRate() async throws {
+        let other = try TestAccount()
+        try await withAgent(F.config) { agent in
+            let stranger = makeClient(security: other.security, unlistedAgents: .anyAccount)
+            defer { stranger.shutdown() }
+            for n in 0..<300 {
+                let (status, _) = await stranger.launch(LaunchRequest(uri: "private:\(n)", appID: F.privateApp), on: agent.address)
+                #expect(status == .deniedByRemoteSystem)
+            }
+            let lines = agent.log.split(separator: "\n").filter { $0.contains("refused an anonymous launch") }
+            #expect(lines.count >= 1 && lines.count <= 5, "\(lines.count) lines:\n\(lines.joined(separator: "\n"))")
+            #expect(lines.first?.contains("private:0") == true, "\(lines)")
+            // The rest are counted in the refusal log's summary at the interval's end.
+            let summarised = await eventually(within: 15) { agent.log.contains("launches refused to other accounts") }
+            #expect(summarised, "\(agent.log)")
+        }
+    }
 }
