@@ -43,7 +43,11 @@ public final class LuaRuntime: @unchecked Sendable {
     /// The class of the first uncaught error that had one: the run's exit code.
     var failureClass: ErrorClass?
     var exitCode: Int32?
-    var finished = false
+    var finished = false {
+        didSet { if finished { finishedSeen.store(true, ordering: .releasing) } }
+    }
+    /// `finished` for other threads (an agent's serving loop asks).
+    private let finishedSeen = Atomic<Bool>(false)
     var deadline: Scheduled<Void>?
     /// Taken by whoever writes the run's end into the trace: the loop, or a watchdog that
     /// ends the process while the loop is stuck (``startWatchdog(grace:expire:)``).
@@ -278,8 +282,8 @@ public final class LuaRuntime: @unchecked Sendable {
         return nil
     }
 
-    /// Whether the run has ended; nothing more runs once it has.
-    public var isFinished: Bool { finished }
+    /// Whether the run has ended; nothing more runs once it has. Safe from any thread.
+    public var isFinished: Bool { finishedSeen.load(ordering: .acquiring) }
 
     /// Keeps the run alive (an open channel, a running watcher) until ``releaseKeepAlive()``.
     public func retainKeepAlive() { keepAliveCount += 1 }
