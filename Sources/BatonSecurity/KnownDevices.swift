@@ -1,5 +1,9 @@
 import BatonCore
 import Crypto
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOConcurrencyHelpers
 import SwiftASN1
 import X509
@@ -23,7 +27,9 @@ import Foundation
 ///
 /// Shared by every connection of a process and safe from any thread; a pin is written to the
 /// file the first time it is learnt (merged under the folder's lock with what other processes
-/// wrote), so the file changes only when a device is met for the first time.
+/// wrote), so the file changes only when a device is met for the first time. Writes happen on
+/// a queue of their own, never on the event loop whose handshake learnt the pin (the folder's
+/// lock may be held by another process), and are finished before the process exits.
 public final class KnownDevices: Sendable {
     /// The file's name in the configuration folder.
     public static let file = "known-devices.json"
@@ -47,6 +53,10 @@ public final class KnownDevices: Sendable {
 
     private let folder: ConfigurationFolder?
     private let own: AccountFingerprint
+    /// Where the file is written, one write after another.
+    private static let writer = DispatchQueue(label: "baton.known-devices")
+    /// Writes still queued are finished when the process exits (`exit`, or `main` returning).
+    private static let flushedAtExit: Void = { atexit { KnownDevices.writer.sync {} } }()
     private let pins: NIOLockedValueBox<[String: Pin]>
 
     /// The pins of `folder` for a device of account `own`; nothing is written when `folder` is
@@ -55,6 +65,7 @@ public final class KnownDevices: Sendable {
     public init(folder: ConfigurationFolder?, own: AccountFingerprint) {
         self.folder = folder
         self.own = own
+        _ = Self.flushedAtExit
         var pins = folder.map { (try? Self.read(in: $0)) ?? [:] } ?? [:]
         // The devices the account's holder enrolled are its own before any handshake.
         for device in folder.flatMap({ try? EnrolledDevice.all(in: $0) }) ?? [] where pins[device.id.lowercased()] == nil {
@@ -149,10 +160,13 @@ public final class KnownDevices: Sendable {
         let id = id.lowercased()
         guard pins.withLockedValue({ $0.removeValue(forKey: id) }) != nil else { return false }
         guard let folder else { return true }
-        try folder.withLock {
-            var all = (try? Self.read(in: folder)) ?? [:]
-            all[id] = nil
-            try folder.write(Self.text(of: all), to: Self.file)
+        // After any write still queued, which might put it back.
+        try Self.writer.sync {
+            try folder.withLock {
+                var all = (try? Self.read(in: folder)) ?? [:]
+                all[id] = nil
+                try folder.write(Self.text(of: all), to: Self.file)
+            }
         }
         return true
     }
@@ -175,15 +189,22 @@ public final class KnownDevices: Sendable {
     // MARK: the file
 
     /// Writes one pin, merged under the folder's lock with what the file holds now (another
-    /// process may have learnt others meanwhile). Once per device met: a handshake's
-    /// verification may call it, on an event loop, as it already does the chain's signatures.
+    /// process may have learnt others meanwhile), on the writer's queue: a handshake's
+    /// verification calls it on an event loop.
     private func save(_ id: String, _ pin: Pin) {
         guard let folder else { return }
-        try? folder.withLock {
-            var all = (try? Self.read(in: folder)) ?? [:]
-            all[id] = pin
-            try folder.write(Self.text(of: all), to: Self.file)
+        Self.writer.async {
+            try? folder.withLock {
+                var all = (try? Self.read(in: folder)) ?? [:]
+                all[id] = pin
+                try folder.write(Self.text(of: all), to: Self.file)
+            }
         }
+    }
+
+    /// Waits until every pin learnt so far is in the file.
+    public static func flush() {
+        writer.sync {}
     }
 
     static func read(in folder: ConfigurationFolder) throws -> [String: Pin] {

@@ -46,6 +46,7 @@ struct KnownDevicesTests {
             }
 
             // Pinned in the file: another process sees it; forgetting lets a new key in.
+            KnownDevices.flush()
             let again = KnownDevices(folder: t.home, own: t.owner.fingerprint)
             #expect(again.pin(for: id.uppercased()) == known.pin(for: id))
             #expect(try again.forget(id))
