@@ -201,13 +201,10 @@ public final class Agent: @unchecked Sendable {
         let cancellation = LuaWork(runtime: runtime, logger: logger)
         context?.whenCancelled { cancellation.cancel() }
         let deadline = context?.deadline
-        if runtime.eventLoop.inEventLoop {
+        let start: @Sendable () -> Void = { [self] in
             startLaunchFunction(app: id, function: function, uri: uri, data: data, deadline: deadline, cancellation: cancellation, logger: logger, promise: promise)
-        } else {
-            runtime.eventLoop.execute { [self] in
-                startLaunchFunction(app: id, function: function, uri: uri, data: data, deadline: deadline, cancellation: cancellation, logger: logger, promise: promise)
-            }
         }
+        if runtime.eventLoop.inEventLoop { start() } else { runtime.eventLoop.execute(start) }
         return promise.futureResult
     }
 

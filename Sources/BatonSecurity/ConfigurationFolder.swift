@@ -39,14 +39,15 @@ public struct ConfigurationFolder: Sendable, Hashable {
     }
 
     /// Runs `body` holding the folder's lock (`flock` on `lock`), so that two processes making
-    /// the account at once make one.
-    public func withLock<T>(_ body: () throws -> T) throws -> T {
+    /// the account at once make one; `name` names another lock file, for files that change
+    /// apart from the account (the pins of the devices met).
+    public func withLock<T>(_ name: String = "lock", _ body: () throws -> T) throws -> T {
         try create()
-        let fd = open(file("lock"), O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw SecurityError.storage("cannot open \(file("lock")): \(String(cString: strerror(errno)))") }
+        let fd = open(file(name), O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SecurityError.storage("cannot open \(file(name)): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw SecurityError.storage("cannot lock \(file("lock")): \(String(cString: strerror(errno)))") }
+            guard errno == EINTR else { throw SecurityError.storage("cannot lock \(file(name)): \(String(cString: strerror(errno)))") }
         }
         defer { flock(fd, LOCK_UN) }
         return try body()

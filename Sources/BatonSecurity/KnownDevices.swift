@@ -33,6 +33,9 @@ import Foundation
 public final class KnownDevices: Sendable {
     /// The file's name in the configuration folder.
     public static let file = "known-devices.json"
+    /// Its own lock: pins change apart from the account, and an event loop adopting a peer's
+    /// revocation list waits for the account's lock.
+    static let lockFile = "known-devices.lock"
 
     /// What a handshake proved of one device id.
     public struct Pin: Sendable, Equatable {
@@ -162,7 +165,7 @@ public final class KnownDevices: Sendable {
         guard let folder else { return true }
         // After any write still queued, which might put it back.
         try Self.writer.sync {
-            try folder.withLock {
+            try folder.withLock(Self.lockFile) {
                 var all = (try? Self.read(in: folder)) ?? [:]
                 all[id] = nil
                 try folder.write(Self.text(of: all), to: Self.file)
@@ -194,7 +197,7 @@ public final class KnownDevices: Sendable {
     private func save(_ id: String, _ pin: Pin) {
         guard let folder else { return }
         Self.writer.async {
-            try? folder.withLock {
+            try? folder.withLock(Self.lockFile) {
                 var all = (try? Self.read(in: folder)) ?? [:]
                 all[id] = pin
                 try folder.write(Self.text(of: all), to: Self.file)
