@@ -38,12 +38,13 @@ extension Agent {
         let objects = channelObjects
         let loop = servingLoop
         let luaLoop = runtime.eventLoop
-        let endpoint = ChannelObjects.Endpoint(send: { [weak handler] message, timeout in
+        let handle = handler.handle
+        let endpoint = ChannelObjects.Endpoint(send: { message, timeout in
             guard loop.inEventLoop else {
                 // The channel may close on the way: the script hears it closed, as it would here.
                 let closed = ServiceReply(status: .appServiceConnectionClosed, detail: "the channel is closed")
-                return loop.flatSubmit { [weak handler] in
-                    guard let handler, let connection = handler.connection, connection.isOpen, handler.channels[id] != nil else {
+                return loop.flatSubmit {
+                    guard let handler = handle.connection, let connection = handler.connection, connection.isOpen, handler.channels[id] != nil else {
                         return loop.makeSucceededFuture(closed)
                     }
                     let reply = loop.makePromise(of: ServiceReply.self)
@@ -51,21 +52,23 @@ extension Agent {
                     return reply.futureResult
                 }.hop(to: luaLoop)
             }
-            guard let handler, let connection = handler.connection, connection.isOpen, handler.channels[id] != nil else { return nil }
+            guard let handler = handle.connection, let connection = handler.connection, connection.isOpen, handler.channels[id] != nil else {
+                return nil
+            }
             let reply = loop.makePromise(of: ServiceReply.self)
             let deadline = timeout.map { loop.now + $0 }
             connection.send(channel: id, message: ServiceMessage(message), deadline: deadline, completion: reply.succeed)
             return reply.futureResult
-        }, close: { [weak handler] in
+        }, close: {
             // The provider closed it: the client hears completed; on_closed does not run.
             guard loop.inEventLoop else {
-                return loop.execute { [weak handler] in
-                    guard let handler, let state = handler.channels.removeValue(forKey: id) else { return }
+                return loop.execute {
+                    guard let handler = handle.connection, let state = handler.channels.removeValue(forKey: id) else { return }
                     handler.connection?.close(channel: id, status: .completed)
                     luaLoop.execute { objects.forget(state.conn) }
                 }
             }
-            guard let handler, let state = handler.channels.removeValue(forKey: id) else { return }
+            guard let handler = handle.connection, let state = handler.channels.removeValue(forKey: id) else { return }
             handler.connection?.close(channel: id, status: .completed)
             objects.forget(state.conn)
         })

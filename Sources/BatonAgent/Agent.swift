@@ -42,6 +42,9 @@ public final class Agent: @unchecked Sendable {
     let channelObjects: ChannelObjects
     /// The players behind apps, by app id.
     let players: [String: any Player]
+    /// Provider calls on their way to the runtime's loop, and back with their answers.
+    var providerCalls: LoopMailbox<ProviderCall>!
+    var providerAnswers: LoopMailbox<ProviderCall>!
 
     /// Call on the runtime's loop.
     private init(
@@ -58,6 +61,8 @@ public final class Agent: @unchecked Sendable {
         self.channelObjects = ChannelObjects(runtime: runtime, keepsRunAlive: false)
         self.players = Self.makePlayers(for: configuration, on: runtime.eventLoop, logger: logger)
         for player in players.values { player.start() }
+        providerCalls = LoopMailbox(to: runtime.eventLoop, from: servingLoop) { [unowned self] call in start(call) }
+        providerAnswers = LoopMailbox(to: servingLoop, from: runtime.eventLoop) { call in call.answer() }
     }
 
     /// Runs `config` (nil: no file, the defaults alone) and returns the agent once the
@@ -316,31 +321,6 @@ public final class Agent: @unchecked Sendable {
             responder.respond(runtime.serviceReply(from: result, handler: "the provider of \(channel.service)"))
         }
         stop(task, when: responder.context)
-    }
-
-    /// As ``serve(channel:message:responder:)`` from the serving loop when Lua runs on another:
-    /// the provider runs there, stopped at the request's deadline, and its reply comes back as
-    /// a ``ServiceReply``.
-    private func serveElsewhere(
-        channel: AgentConnection.ServiceChannel, provider: LuaReference, message: ServiceMessage, responder: ServiceResponder
-    ) {
-        let runtime = self.runtime
-        let servingLoop = self.servingLoop
-        let work = LuaWork(runtime: runtime, logger: logger)
-        responder.context.whenCancelled { work.cancel() }
-        let deadline = responder.context.deadline
-        let (object, name, service) = (channel.conn.object, channel.taskName, channel.service)
-        runtime.eventLoop.execute {
-            let task = runtime.startTask(function: provider, name: name, deadline: deadline, arguments: { lua in
-                runtime.push(message, on: lua)
-                runtime.push(object, on: lua)
-                return 2
-            }) { result in
-                let reply = runtime.serviceReply(from: result, handler: "the provider of \(service)")
-                servingLoop.execute { responder.respond(reply) }
-            }
-            work.started(task)
-        }
     }
 
     /// How reports name a provider's task.

@@ -19,12 +19,21 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
     var channels: [UInt64: ServiceChannel] = [:]
     /// The agent's logger, with the caller's trace id once its Hello gave one.
     private(set) var logger: Logger
+    /// How the `conn` objects of its channels reach it until it closes: a weak reference would
+    /// give it a side table, and every retain of it (several per request) the slow path.
+    let handle = Handle()
+
+    /// Holds the connection until it closes; touched on the serving loop only.
+    final class Handle: @unchecked Sendable {
+        var connection: AgentConnection?
+    }
 
     init(agent: Agent, number: Int, connection: PeerConnection) {
         self.agent = agent
         self.number = number
         self.connection = connection
         self.logger = agent.logger
+        handle.connection = self
     }
 
     /// Who the caller proved to be in the TLS handshake; a connection without one is served as
@@ -96,6 +105,7 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
 
     func connectionClosed(_ connection: PeerConnection, reason: String) {
         self.connection = nil
+        handle.connection = nil
         agent.connectionClosed(number)
     }
 
