@@ -122,13 +122,28 @@ public final class Agent: @unchecked Sendable {
         }
     }
 
-    /// Stops the players the agent started (those it attached to play on), then lets the
-    /// runtime end once nothing else is pending; the future completes once the players are
-    /// stopped.
+    /// Stops the players the agent started; those it attached to are left playing, paused or
+    /// stopped as their `on_stop` says. Then lets the runtime end once nothing else is pending;
+    /// the future completes once the players are let go.
     @discardableResult
     public func stop() -> EventLoopFuture<Void> {
         let loop = runtime.eventLoop
-        let stopped = EventLoopFuture.andAllComplete(players.values.map { $0.shutdown() }, on: loop)
+        let letGo = configuration.apps.compactMap { app -> EventLoopFuture<Void>? in
+            guard let player = players[app.info.id] else { return nil }
+            let command: PlaybackCommand
+            switch app.playerOnStop {
+            case .leave: return player.shutdown()
+            case .pause: command = .pause
+            case .stop: command = .stop
+            }
+            // Each player call ends by its own deadline; one that fails is still let go.
+            return player.control(command).flatMapError { [logger] error in
+                logger.warning("could not \(app.playerOnStop.rawValue) the player on stopping", metadata: [
+                    "app": "\(app.info.id)", "error": "\(error)"])
+                return loop.makeSucceededVoidFuture()
+            }.flatMap { player.shutdown() }
+        }
+        let stopped = EventLoopFuture.andAllComplete(letGo, on: loop)
         stopped.whenComplete { _ in self.runtime.releaseKeepAlive() }
         return stopped
     }

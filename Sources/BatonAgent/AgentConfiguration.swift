@@ -34,9 +34,18 @@ public struct AgentConfiguration: Sendable {
         public var services: [String: LuaReference]
         /// The player behind the app, which answers its `baton.playback`.
         public var player: PlayerConfiguration?
+        /// What the agent does to that player when it stops (`player = { on_stop = ... }`).
+        public var playerOnStop: PlayerStopAction = .leave
 
         /// Whether the app takes `scheme`.
         public func takes(_ scheme: String) -> Bool { info.schemes.contains(scheme) }
+    }
+
+    /// What an agent that stops does to a player: a player it started (an mpv of its own)
+    /// always ends with it; one it attached to (MPD, an mpv already running) is left playing,
+    /// paused or stopped.
+    public enum PlayerStopAction: String, Sendable, CaseIterable {
+        case leave, pause, stop
     }
 
     public var device: DeviceInfo

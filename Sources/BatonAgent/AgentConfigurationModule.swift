@@ -7,6 +7,8 @@ import BatonLua
 public final class AgentConfigurationModule: LuaModule, @unchecked Sendable {
     /// What the configuration declared so far, over the defaults.
     public private(set) var configuration: AgentConfiguration
+    /// Where `device{}` was called, once it was: a second call is a mistake, not an override.
+    private var deviceGiven: String?
 
     /// A module for one run, starting from `defaults`.
     public init(defaults: AgentConfiguration) { configuration = defaults }
@@ -15,6 +17,10 @@ public final class AgentConfigurationModule: LuaModule, @unchecked Sendable {
     public func install(in runtime: LuaRuntime, table: Int32) throws {
         runtime.registerGlobal("device") { [self] call in
             let fields = try Self.fields(call, function: "device", allowed: ["id", "name", "kind", "model", "manufacturer"])
+            if let first = deviceGiven {
+                throw HostError.message("device: given twice (first at \(first)); one device{ ... } describes the device")
+            }
+            deviceGiven = call.callerLocation
             var device = configuration.device
             if let id = try fields.string("id") { device.id = id }
             if let name = try fields.string("name") { device.name = name }
@@ -51,7 +57,9 @@ public final class AgentConfigurationModule: LuaModule, @unchecked Sendable {
             guard configuration.app(id) == nil else { throw HostError.message("app: \(id) is already defined") }
             let name = try fields.string("name") ?? id
             let schemes = try (fields.strings("schemes") ?? []).map { $0.lowercased() }
-            let player = try fields.message("player").map { try PlayerConfiguration(fields: $0, app: id) }
+            let playerFields = try fields.message("player")
+            let player = try playerFields.map { try PlayerConfiguration(fields: $0, app: id) }
+            let playerOnStop = try playerFields.map { try PlayerConfiguration.stopAction(fields: $0, app: id) } ?? .leave
             let launch: AgentConfiguration.LaunchAction
             switch (try fields.function("launch"), try fields.strings("run")) {
             case (.some, .some):
@@ -77,7 +85,7 @@ public final class AgentConfigurationModule: LuaModule, @unchecked Sendable {
             let info = AppInfo(
                 id: id, name: name, schemes: schemes, services: (services.keys + (player != nil ? [PlaybackCommand.service] : [])).sorted(),
                 attributes: attributes, anonymous: anonymous)
-            configuration.apps.append(.init(info: info, launch: launch, services: services, player: player))
+            configuration.apps.append(.init(info: info, launch: launch, services: services, player: player, playerOnStop: playerOnStop))
             return .values(0)
         }
     }

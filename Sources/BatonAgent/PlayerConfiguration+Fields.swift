@@ -20,7 +20,7 @@ extension PlayerConfiguration {
         }
         switch try string("backend") {
         case "mpv":
-            try allow(["backend", "socket", "args", "executable"])
+            try allow(["backend", "socket", "args", "executable", "on_stop"])
             var arguments: [String] = []
             if let given = fields["args"] {
                 guard case .array(let items) = given else { throw fail("args must be a list of strings") }
@@ -33,7 +33,7 @@ extension PlayerConfiguration {
             if let socket, socket.utf8.count > 100 { throw fail("socket path is too long for a Unix socket (at most 100 bytes)") }
             self = .mpv(socket: socket, arguments: arguments, executable: try string("executable") ?? "mpv")
         case "mpd":
-            try allow(["backend", "address", "music_directory", "timeout"])
+            try allow(["backend", "address", "music_directory", "timeout", "on_stop"])
             let text = try string("address") ?? "127.0.0.1:6600"
             guard let address = RemoteDevice.Endpoint(text) else { throw fail("address must be host:port, got \"\(text)\"") }
             var timeout = 2.0
@@ -47,5 +47,16 @@ extension PlayerConfiguration {
         case let other:
             throw fail("backend must be \"mpv\" or \"mpd\", got \(other.map { "\"\($0)\"" } ?? "nothing")")
         }
+    }
+
+    /// The `on_stop` of app `app`'s `player = {...}`: `"leave"` (the default), `"pause"` or
+    /// `"stop"`.
+    static func stopAction(fields: ValueDictionary, app: String) throws -> AgentConfiguration.PlayerStopAction {
+        guard let value = fields["on_stop"] else { return .leave }
+        let choices = AgentConfiguration.PlayerStopAction.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+        guard case .string(let text) = value, let action = AgentConfiguration.PlayerStopAction(rawValue: text) else {
+            throw HostError.message("app \(app): player: on_stop must be one of \(choices)")
+        }
+        return action
     }
 }

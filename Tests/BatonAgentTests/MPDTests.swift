@@ -51,6 +51,24 @@ struct MPDTests {
         }
     }
 
+    @Test("an agent that stops leaves the MPD it attached to playing, unless its on_stop says pause or stop", arguments: [
+        ("", "play"), ("on_stop = \"leave\",", "play"), ("on_stop = \"pause\",", "pause"), ("on_stop = \"stop\",", "stop"),
+    ])
+    func stopAction(field: String, expected: String) async throws {
+        try await withMPD { mpd in
+            let agent = try await startAgent("""
+                app{ id = "music", player = { backend = "mpd", address = "127.0.0.1:\(mpd.port)", \(field)
+                                               music_directory = "\(mpd.music)", timeout = 20 } }
+                """)
+            _ = try await mpd.connection.command("add " + MPDConnection.quoted("sweep.flac")).get()
+            _ = try await mpd.connection.command("play").get()
+            #expect(try await mpd.connection.command("status").get()["state"] == "play")
+            try await agent.stop().get()
+            // Read on MPD's own connection, not the agent's.
+            #expect(try await mpd.connection.command("status").get()["state"] == expected)
+        }
+    }
+
     @Test("MPD's refusals are its ACKs, with code, command and words: an absolute path over TCP, seekcur while stopped")
     func refusals() async throws {
         try await withMPD { mpd in
@@ -136,6 +154,7 @@ func elapsed(_ connection: MPDConnection) async throws -> (seconds: Double, stat
 struct RunningMPD {
     let connection: MPDConnection
     let music: String
+    let port: Int
 }
 
 func withMPD(_ body: (RunningMPD) async throws -> Void) async throws {
@@ -163,7 +182,7 @@ func withMPD(_ body: (RunningMPD) async throws -> Void) async throws {
                 // A first start scans in the background: wait until the sweep is in the database.
                 _ = try await connection.command("update").get()
                 #expect(await eventually { (try? await connection.command("status").get()["updating_db"]) == .some(nil) })
-                try await body(RunningMPD(connection: connection, music: media.directory))
+                try await body(RunningMPD(connection: connection, music: media.directory, port: port))
                 connection.close()
             } catch {
                 await mpd.stop()
