@@ -12,7 +12,13 @@ extension ConfigurationFolder {
     /// others may read or write (any of 0o077) is refused, as OpenSSH refuses one: it may have
     /// been read already, and using it would hide that. The message says the fix.
     public func readKey(_ name: String) throws -> String? {
-        let path = file(name)
+        try Self.readPrivateFile(file(name))
+    }
+
+    /// The text of the file at `path` that holds a private key (a key, or a device file from
+    /// `export-device`), or nil if there is none; refused as ``readKey(_:)`` refuses one that
+    /// group or others may read or write.
+    public static func readPrivateFile(_ path: String) throws -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
@@ -21,7 +27,7 @@ extension ConfigurationFolder {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw SecurityError.storage("cannot read \(path): \(String(cString: strerror(errno)))") }
-        try Self.checkPrivate(path, mode: info.st_mode)
+        try checkPrivate(path, mode: info.st_mode)
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {

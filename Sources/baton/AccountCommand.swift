@@ -216,7 +216,8 @@ extension AccountCommand {
                 Makes this device the one the file describes (its id, key and certificate, in the \
                 file's account). The files replaced are moved to replaced-TIME/ in the \
                 configuration folder, not deleted. Restart the agent afterwards. - reads \
-                standard input.
+                standard input. A file that group or others may read is refused (it holds a \
+                private key, which may have been read): chmod 600 it if only you could.
                 """
         )
 
@@ -231,10 +232,12 @@ extension AccountCommand {
             if file == "-" {
                 text = AnyIterator { readLine(strippingNewline: false) }.joined()
             } else {
+                // The file holds the device's private key: one others could read may have been.
                 text = AccountCommand.attempt(logging) {
-                    do { return try String(contentsOfFile: file, encoding: .utf8) } catch {
-                        throw SecurityError.storage("cannot read \(file): \(error.localizedDescription)")
+                    guard let text = try ConfigurationFolder.readPrivateFile(file) else {
+                        throw SecurityError.storage("cannot read \(file): no such file")
                     }
+                    return text
                 }
             }
             let credentials = AccountCommand.attempt(logging) {

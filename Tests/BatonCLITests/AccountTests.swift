@@ -54,6 +54,8 @@ struct AccountTests {
         #expect(exported.exitCode == 0, "\(exported)")
         #expect(exported.stderr.contains("keep it secret"))
         try tv.write("tv.baton", exported.stdout)
+        // It holds a private key: import refuses it open to others (KeyFileTests).
+        #expect(chmod(tv.url.appendingPathComponent("tv.baton").path, 0o600) == 0)
         let imported = try await tv.baton("account", "import", "tv.baton", environment: asTV)
         #expect(imported.exitCode == 0, "\(imported)")
         let homeAccount = try await show(home)
@@ -75,6 +77,7 @@ struct AccountTests {
 
         // Not a device file: a clear error, and nothing replaced.
         try tv.write("junk", "{}")
+        #expect(chmod(tv.url.appendingPathComponent("junk").path, 0o600) == 0)
         let junk = try await tv.baton("account", "import", "junk", environment: asTV)
         #expect(junk.exitCode == 1 && junk.stderr.contains("not a device file"), "\(junk)")
         #expect(try await show(tv)["fingerprint"] as? String == homeAccount["fingerprint"] as? String)
@@ -114,6 +117,7 @@ struct AccountTests {
         let tv = try ScriptDirectory()
         let exported = try await home.baton("account", "export-device", "TV", environment: ["XDG_CONFIG_HOME": home.url.path])
         try tv.write("tv.baton", exported.stdout)
+        #expect(chmod(tv.url.appendingPathComponent("tv.baton").path, 0o600) == 0)
         let asTV = ["XDG_CONFIG_HOME": tv.url.path]
         #expect(try await tv.baton("account", "import", "tv.baton", environment: asTV).exitCode == 0)
         let refused = try await tv.baton("account", "invite", "--json", environment: asTV)

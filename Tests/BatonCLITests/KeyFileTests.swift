@@ -44,6 +44,26 @@ struct KeyFileTests {
         }
     }
 
+    @Test("import of a device file others may read is refused with exit 1 and 'chmod 600 FILE', nothing joined; after chmod 600 it imports")
+    func openDeviceFileIsRefused() async throws {
+        let home = try ScriptDirectory()
+        let exported = try await home.baton("account", "export-device", "TV", "--output", "tv.baton", environment: ["XDG_CONFIG_HOME": home.url.path])
+        #expect(exported.exitCode == 0, "\(exported)")
+        let device = try ScriptDirectory()
+        let file = device.url.appendingPathComponent("tv.baton").path
+        try FileManager.default.copyItem(atPath: home.url.appendingPathComponent("tv.baton").path, toPath: file)
+        #expect(chmod(file, 0o644) == 0)
+        let environment = ["XDG_CONFIG_HOME": device.url.path]
+        let refused = try await device.baton("account", "import", file, environment: environment)
+        #expect(refused.exitCode == 1, "\(refused)")
+        #expect(refused.stderr.contains("\(file) holds a private key and is open to others (mode 644)"), "\(refused)")
+        #expect(refused.stderr.contains("chmod 600 \(file)"), "\(refused)")
+        #expect(!FileManager.default.fileExists(atPath: device.url.appendingPathComponent("baton/device-key.pem").path))
+        #expect(chmod(file, 0o600) == 0)
+        let imported = try await device.baton("account", "import", file, environment: environment)
+        #expect(imported.exitCode == 0, "\(imported)")
+    }
+
     @Test("a device or account key chmod'ed 0644 is refused with exit 1 and 'chmod 600 PATH'; after chmod 600 it works again")
     func openKeyIsRefused() async throws {
         let dir = try ScriptDirectory()
