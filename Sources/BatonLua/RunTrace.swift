@@ -1,6 +1,7 @@
 import BatonCore
 import CLuaShim
 import Foundation
+import NIOCore
 
 /// What one run saw and did, as JSON lines in a file (README, "Traces"): every record has the
 /// schema version `v`, `seq`, the wall `time` (Unix seconds), `mono` (seconds since the run
@@ -9,7 +10,7 @@ import Foundation
 /// run.start adds the `trace_id` and the run's `span` (W3C trace context).
 /// Message bodies appear only when ``bodies`` is set; nothing else a caller sends does.
 /// Confined to the run's event loop; lines are gathered in a buffer and written by a thread of
-/// the trace's own in large writes, at least twice a second.
+/// the trace's own in large writes, at least every ``flushInterval``.
 public final class RunTrace: @unchecked Sendable {
     /// The schema version every record carries.
     public static let schemaVersion = 1
@@ -76,12 +77,24 @@ public final class RunTrace: @unchecked Sendable {
         }
         fill(&line)
         line.raw("}\n")
-        // Out in big writes, and at least twice a second: a run killed with -9 leaves its
-        // trace up to its last moments.
-        if line.count >= Self.flushAt || now - flushed > 500_000_000 {
+        // Out in big writes, and at least every flush interval: a run killed with -9 leaves
+        // its trace up to its last moments.
+        if line.count >= Self.flushAt || now - flushed > Self.flushInterval.nanoseconds {
             flush()
             flushed = now
         }
+    }
+
+    /// The longest lines wait before they are written out, a record coming or not (the run
+    /// calls ``flushIfPending()`` this often): what a run killed with -9 loses at most, while
+    /// its loop is not stuck.
+    public static let flushInterval: TimeAmount = .milliseconds(200)
+
+    /// Hands what is gathered to the writer. On the run's loop.
+    func flushIfPending() {
+        guard file != nil, line.count > 0 else { return }
+        flush()
+        flushed = baton_monotonic_ns()
     }
 
     private var flushed = baton_monotonic_ns()
