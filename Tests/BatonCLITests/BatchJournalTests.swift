@@ -217,5 +217,6 @@ struct BatchJournalTests {
         #expect(result.exitCode == 74, "\(result)")
         #expect(result.stderr.contains("cannot write the report disk/r.json: "), "\(result)")
         #expect(result.stderr.contains("No space left on device"), "\(result)")
+        #expect(!FileManager.default.fileExists(atPath: disk + "/r.json"), "no report cut short is left")
     }
 }

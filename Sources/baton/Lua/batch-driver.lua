@@ -94,7 +94,11 @@ if report_path ~= "" then
     local closed, close_problem = out:close()
     problem = (not written and write_problem) or (not closed and close_problem) or nil
   end
-  if problem then report_error = ("cannot write the report %s: %s"):format(report_path, problem) end
+  if problem then
+    report_error = ("cannot write the report %s: %s"):format(report_path, problem)
+    -- A report cut short must not pass for one.
+    if out then os.remove(report_path) end
+  end
 end
 io.stderr:write(("batch %s: %s, %d items: %d succeeded (%d changed), %d failed, %d retries, %d skipped, %d in doubt, %d not run, %.1f s\n"):format(
   report.id, report.status, c.total, c.succeeded, c.changed, c.failed, c.retried, c.skipped, c.in_doubt, c.not_run, report.duration))
