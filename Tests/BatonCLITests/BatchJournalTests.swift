@@ -160,6 +160,27 @@ struct BatchJournalTests {
         #expect(fresh.exitCode == 2 && fresh.stderr.contains("already holds a batch"), "\(fresh)")
     }
 
+    @Test("a damaged line in the middle of a journal (an item's start may be lost) is refused unless --force")
+    func damagedMiddle() async throws {
+        let dir = try ScriptDirectory()
+        try dir.write("job.lua", Self.job(killAt: "k2"))
+        try dir.write("items.jsonl", Self.items(4))
+        let command = ["batch", "job.lua", "--input", "items.jsonl", "--jobs", "1", "--journal", "j"]
+        _ = try await BatonProcess.run(command, directory: dir.url)
+        let journal = dir.url.appendingPathComponent("j/journal.jsonl")
+        var lines = try String(contentsOf: journal, encoding: .utf8).split(separator: "\n").map(String.init)
+        // What the old runner left: the next record appended onto a torn one.
+        lines[2] = String(lines[2].prefix(12)) + lines[2]
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: journal)
+        let refused = try await BatonProcess.run(command + ["--resume"], directory: dir.url)
+        #expect(refused.exitCode == 2, "\(refused)")
+        #expect(refused.stderr.contains("has 1 damaged line(s) (line 3)") && refused.stderr.contains("give --force"), "\(refused)")
+        #expect(Self.effects(dir) == ["k1": 1, "k2": 1], "nothing ran")
+        let forced = try await BatonProcess.run(command + ["--resume", "--force", "--in-doubt", "skip"], directory: dir.url)
+        #expect(forced.exitCode == 0, "\(forced)")
+        #expect(Self.effects(dir) == ["k1": 1, "k2": 1, "k3": 1, "k4": 1], "\(Self.effects(dir))")
+    }
+
     /// A 1 MiB tmpfs mounted at `dir/disk` for the test's length.
     static func smallDisk(_ dir: ScriptDirectory) throws -> String {
         let path = dir.url.appendingPathComponent("disk").path
