@@ -2,6 +2,7 @@ import BatonCore
 import CLuaShim
 import Foundation
 import NIOCore
+import Synchronization
 
 /// What one run saw and did, as JSON lines in a file (README, "Traces"): every record has the
 /// schema version `v`, `seq`, the wall `time` (Unix seconds), `mono` (seconds since the run
@@ -110,9 +111,10 @@ public final class RunTrace: @unchecked Sendable {
         let full = Filled(line: line, file: file)
         line = TraceLine(capacity: 80 << 10)
         handedOver = true
+        let failure = self.failure
         writer.async {
-            full.line.withBytes { _ = fwrite($0.baseAddress, 1, $0.count, full.file) }
-            fflush(full.file)
+            let written = full.line.withBytes { fwrite($0.baseAddress, 1, $0.count, full.file) == $0.count }
+            if !written || fflush(full.file) != 0 { failure.note(errno) }
             full.line.deallocate()
         }
     }
@@ -127,6 +129,20 @@ public final class RunTrace: @unchecked Sendable {
         let line: TraceLine
         let file: UnsafeMutablePointer<FILE>
     }
+    /// Why the trace could not be written in full (a full disk), once it could not; nil while
+    /// every write went through. Read it after ``finish(exitCode:outcome:)``.
+    public var writeFailure: String? { failure.text.withLock { $0 } }
+    private let failure = WriteFailure()
+
+    /// The first write error, noted by whichever thread met it.
+    private final class WriteFailure: Sendable {
+        let text = Mutex<String?>(nil)
+        func note(_ code: Int32) {
+            let message = String(cString: strerror(code))
+            text.withLock { $0 = $0 ?? message }
+        }
+    }
+
     /// `{"v":1,"run":"..."`, which every record starts with.
     private let prefix: [UInt8]
 
@@ -171,13 +187,15 @@ public final class RunTrace: @unchecked Sendable {
         }
         if let file, !handedOver {
             // All of it still here: written now, and no thread was needed.
-            line.withBytes { _ = fwrite($0.baseAddress, 1, $0.count, file) }
-            fclose(file)
+            let written = line.withBytes { fwrite($0.baseAddress, 1, $0.count, file) == $0.count }
+            if !written { failure.note(errno) }
+            if fclose(file) != 0 { failure.note(errno) }
         } else if let file {
             flush()
             let closing = Filled(line: line, file: file)
+            let failure = self.failure
             // What is queued is written before the run's end is reported.
-            writer.sync { _ = fclose(closing.file) }
+            writer.sync { if fclose(closing.file) != 0 { failure.note(errno) } }
         }
         file = nil
         line.deallocate()

@@ -255,6 +255,10 @@ struct BatchCommand: ParsableCommand {
                 exitCode = BatchJournal.writeFailedExitCode
             }
         }
+        if let (written, path) = trace, let problem = written.writeFailure {
+            // Not the run's failure, but never silent: the trace lacks what it could not write.
+            FailureReport.write(message: "cannot write the trace \(path) in full: \(problem)", format: format)
+        }
         if let (_, path) = trace { tracing.settle(path: path, exitCode: exitCode) }
         Baton.exitProcess(exitCode)
     }

@@ -230,6 +230,10 @@ struct Run: ParsableCommand {
         case .completed, .failed, .failedWith, .exited, .interrupted:
             break
         }
+        if let (written, path) = trace, let problem = written.writeFailure {
+            // Not the run's failure, but never silent: the trace lacks what it could not write.
+            FailureReport.write(message: "cannot write the trace \(path) in full: \(problem)", format: format)
+        }
         if let (_, path) = trace { tracing.settle(path: path, exitCode: outcome.exitCode) }
         if case .interrupted(let signal) = outcome { Interruption.die(by: signal) }
         Baton.exitProcess(outcome.exitCode)

@@ -11,7 +11,7 @@ struct TraceOptions: ParsableArguments {
     var trace: String?
 
     @Option(name: .customLong("trace-dir"), help: ArgumentHelp(
-        "Keep each run's trace in this folder, named by its start and ending -ok or -failed: the last --trace-keep runs, and apart from them the last --trace-keep failed ones.",
+        "Keep each run's trace in this folder, named by its start and ending -ok or -failed: the last --trace-keep runs, and apart from them the last --trace-keep failed ones (other files there are left alone).",
         valueName: "dir"))
     var traceDir: String?
 

@@ -108,6 +108,17 @@ struct TraceEndingTests {
         #expect(shown.stdout.contains("✗ cut at line \(lines.count + 1): "), "\(shown)")
     }
 
+    @Test("a trace on a full disk: the run's own exit code stands, and stderr says the trace could not be written in full")
+    func traceOnFullDisk() async throws {
+        let dir = try ScriptDirectory()
+        let disk = try BatchJournalTests.smallDisk(dir)
+        defer { BatchJournalTests.unmount(disk) }
+        try dir.write("s.lua", "for i = 1, 20000 do baton.log.debug('a line long enough to fill a small disk soon: ' .. i) end")
+        let result = try await BatonProcess.run(["run", "--trace", "disk/t.jsonl", "s.lua"], directory: dir.url, limit: 60)
+        #expect(result.exitCode == 0, "\(result)")
+        #expect(result.stderr.contains("cannot write the trace disk/t.jsonl in full: No space left on device"), "\(result)")
+    }
+
     @Test("--trace-dir rotation removes only traces it named: a user's 0-inventory.jsonl and notes stay")
     func rotationLeavesForeignFiles() async throws {
         let dir = try ScriptDirectory()
