@@ -11,9 +11,10 @@ import Glibc
 @Suite("Batch journals")
 struct BatchJournalTests {
     /// Each item appends its key to effects.txt and writes the runner's pid to pid.txt; item
-    /// `stop` (if any) then kills its own runner with -9. `verify` says an item is done when
+    /// `stop` (if any) then kills its own runner with -9; with `gated`, each item then waits
+    /// until the test writes `release` (20 s at most). `verify` says an item is done when
     /// effects.txt has its key.
-    static func job(killAt stop: String = "", sleep: Double = 0) -> String {
+    static func job(killAt stop: String = "", gated: Bool = false) -> String {
         """
         local pid = io.open("/proc/self/stat"):read("n")
         local function has(key)
@@ -26,7 +27,8 @@ struct BatchJournalTests {
           local p = io.open("pid.txt", "w") p:write(pid) p:close()
           local f = io.open("effects.txt", "a") f:write(ctx.key, "\\n") f:close()
           if ctx.key == "\(stop)" then os.execute("kill -9 " .. pid) baton.sleep(30) end
-          baton.sleep(\(sleep))
+          local deadline = baton.now() + 20
+          while \(gated) and not io.open("release") and baton.now() < deadline do baton.sleep(0.02) end
         end
         function verify(item, ctx) return has(ctx.key) end
         """
@@ -60,7 +62,7 @@ struct BatchJournalTests {
     @Test("two runners on one journal: the second (new or --resume) exits 75 naming the first's pid and host; no item runs twice")
     func twoRunners() async throws {
         let dir = try ScriptDirectory()
-        try dir.write("job.lua", Self.job(sleep: 0.05))
+        try dir.write("job.lua", Self.job(gated: true))
         try dir.write("items.jsonl", Self.items(40))
         let command = ["batch", "job.lua", "--input", "items.jsonl", "--jobs", "2", "--journal", "j", "--report", "r.json"]
         let first = Task { try await BatonProcess.run(command, directory: dir.url) }
@@ -73,6 +75,7 @@ struct BatchJournalTests {
         let resumed = try await BatonProcess.run(command.map { $0 == "r.json" ? "r3.json" : $0 } + ["--resume"], directory: dir.url)
         #expect(resumed.exitCode == 75, "\(resumed)")
         #expect(resumed.stderr.contains("pid \(pid)"), "\(resumed)")
+        try dir.write("release", "now")
 
         let done = try await first.value
         #expect(done.exitCode == 0, "\(done)")
