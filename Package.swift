@@ -46,7 +46,10 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // baton.batch's scheduling, in Lua, compiled into the binary as bytes: no resource
+            // bundle to find at run time (Bundle.module needs one beside the executable on Linux).
+            resources: [.embedInCode("Lua/batch.lua")]
         ),
         // Connections: NIO server and client channels, mutual TLS 1.3, the handshake, request
         // ids, channel multiplexing, keepalive and timeouts.
@@ -121,7 +124,9 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // baton batch's driver, in Lua, compiled in as bytes (as BatonLua's batch.lua).
+            resources: [.embedInCode("Lua/batch-driver.lua")]
         ),
         // Measures the runtime's hot paths for scripts/bench; not installed.
         .executableTarget(

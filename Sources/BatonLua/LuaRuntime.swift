@@ -49,6 +49,8 @@ public final class LuaRuntime: @unchecked Sendable {
     /// `finished` for other threads (an agent's serving loop asks).
     private let finishedSeen = Atomic<Bool>(false)
     var deadline: Scheduled<Void>?
+    /// Writes the trace's gathered lines out every ``RunTrace/flushInterval``.
+    var traceFlush: RepeatedTask?
     /// Taken by whoever writes the run's end into the trace: the loop, or a watchdog that
     /// ends the process while the loop is stuck (``startWatchdog(grace:expire:)``).
     let endClaimed = Atomic<Bool>(false)
@@ -192,6 +194,9 @@ public final class LuaRuntime: @unchecked Sendable {
                 if let parent = trace.context.parentSpanID { $0.field("parent_span", parent) }
                 $0.field("span", trace.context.spanID)
             }
+            traceFlush = eventLoop.scheduleRepeatedTask(initialDelay: RunTrace.flushInterval, delay: RunTrace.flushInterval) { _ in
+                trace.flushIfPending()
+            }
         }
         // The cap is the script's: Baton's own setup is not counted against it.
         if let max = options.maxMemory { limits.pointee.limit = max }
@@ -301,6 +306,7 @@ public final class LuaRuntime: @unchecked Sendable {
         finished = true
         limits.pointee.stopping = 1
         deadline?.cancel()
+        traceFlush?.cancel()
         ready.removeAll()
         for module in modules { module.runFinished(self) }
         // Claimed even without a trace: a watchdog that finds it claimed ends nothing.

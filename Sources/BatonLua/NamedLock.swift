@@ -89,10 +89,18 @@ public final class NamedLock: @unchecked Sendable {
             throw LockError.unusable("cannot make the lock folder \(folder): \(error)")
         }
         try checkFolder(folder)
-        let fd = try openFile(folder + "/" + name + ".lock", O_RDWR | O_CREAT)
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+        let path = folder + "/" + name + ".lock"
+        var fd = try openFile(path, O_RDWR | O_CREAT)
+        while true {
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+                close(fd)
+                return nil
+            }
+            // ``prune()`` may have removed the file between our open and our lock: a lock on
+            // a file no longer at its name excludes no one. Then again, on the file there now.
+            if isAtPath(fd, path) { break }
             close(fd)
-            return nil
+            fd = try openFile(path, O_RDWR | O_CREAT)
         }
         let bytes = Array((holder.json + "\n").utf8)
         ftruncate(fd, 0)
@@ -162,6 +170,30 @@ public final class NamedLock: @unchecked Sendable {
         guard flock(fd, LOCK_SH | LOCK_NB) == 0 else { return (true, holder) }
         flock(fd, LOCK_UN)
         return (false, holder)
+    }
+
+    /// Whether the open file `fd` is the one at `path` now.
+    private static func isAtPath(_ fd: Int32, _ path: String) -> Bool {
+        var open = stat(), named = stat()
+        guard fstat(fd, &open) == 0, lstat(path, &named) == 0 else { return false }
+        return open.st_dev == named.st_dev && open.st_ino == named.st_ino
+    }
+
+    /// Removes the files of the locks nobody holds, and returns their names. A held lock is
+    /// never touched: each file is removed while this process holds its lock, and a run that
+    /// opened it just before takes the lock, finds the file gone from its name, and takes the
+    /// file there now instead (``tryAcquire(_:holder:)``).
+    public static func prune() throws -> [String] {
+        try checkFolder(folder)
+        var removed: [String] = []
+        for name in names() where problem(with: name) == nil {
+            let path = folder + "/" + name + ".lock"
+            guard let fd = try? openFile(path, O_RDWR) else { continue }
+            defer { close(fd) }
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
+            if isAtPath(fd, path), unlink(path) == 0 { removed.append(name) }
+        }
+        return removed
     }
 
     /// The names of the locks that have a file in ``folder``.

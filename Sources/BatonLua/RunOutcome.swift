@@ -16,6 +16,9 @@ public enum RunOutcome: Sendable, Equatable {
     case timedOut(Duration)
     /// The script called `baton.exit(code)`.
     case exited(Int32)
+    /// SIGINT or SIGTERM ended the run (``LuaRuntime/interrupt(signal:)``): exit 128 + the
+    /// signal's number, as a shell reports a process the signal ended.
+    case interrupted(signal: Int32)
 
     /// The process exit code for this outcome.
     public var exitCode: Int32 {
@@ -26,11 +29,12 @@ public enum RunOutcome: Sendable, Equatable {
         case .invalidScript: 2
         case .timedOut: 3
         case .exited(let code): code
+        case .interrupted(let signal): 128 + signal
         }
     }
 
     /// How traces and reports name the outcome: completed, failed, invalid_script,
-    /// timed_out, exited.
+    /// timed_out, exited, interrupted.
     public var name: String {
         switch self {
         case .completed: "completed"
@@ -38,6 +42,7 @@ public enum RunOutcome: Sendable, Equatable {
         case .invalidScript: "invalid_script"
         case .timedOut: "timed_out"
         case .exited: "exited"
+        case .interrupted: "interrupted"
         }
     }
 }

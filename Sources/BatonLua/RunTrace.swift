@@ -1,6 +1,8 @@
 import BatonCore
 import CLuaShim
 import Foundation
+import NIOCore
+import Synchronization
 
 /// What one run saw and did, as JSON lines in a file (README, "Traces"): every record has the
 /// schema version `v`, `seq`, the wall `time` (Unix seconds), `mono` (seconds since the run
@@ -9,7 +11,7 @@ import Foundation
 /// run.start adds the `trace_id` and the run's `span` (W3C trace context).
 /// Message bodies appear only when ``bodies`` is set; nothing else a caller sends does.
 /// Confined to the run's event loop; lines are gathered in a buffer and written by a thread of
-/// the trace's own in large writes, at least twice a second.
+/// the trace's own in large writes, at least every ``flushInterval``.
 public final class RunTrace: @unchecked Sendable {
     /// The schema version every record carries.
     public static let schemaVersion = 1
@@ -76,12 +78,24 @@ public final class RunTrace: @unchecked Sendable {
         }
         fill(&line)
         line.raw("}\n")
-        // Out in big writes, and at least twice a second: a run killed with -9 leaves its
-        // trace up to its last moments.
-        if line.count >= Self.flushAt || now - flushed > 500_000_000 {
+        // Out in big writes, and at least every flush interval: a run killed with -9 leaves
+        // its trace up to its last moments.
+        if line.count >= Self.flushAt || now - flushed > Self.flushInterval.nanoseconds {
             flush()
             flushed = now
         }
+    }
+
+    /// The longest lines wait before they are written out, a record coming or not (the run
+    /// calls ``flushIfPending()`` this often): what a run killed with -9 loses at most, while
+    /// its loop is not stuck.
+    public static let flushInterval: TimeAmount = .milliseconds(200)
+
+    /// Hands what is gathered to the writer. On the run's loop.
+    func flushIfPending() {
+        guard file != nil, line.count > 0 else { return }
+        flush()
+        flushed = baton_monotonic_ns()
     }
 
     private var flushed = baton_monotonic_ns()
@@ -97,9 +111,10 @@ public final class RunTrace: @unchecked Sendable {
         let full = Filled(line: line, file: file)
         line = TraceLine(capacity: 80 << 10)
         handedOver = true
+        let failure = self.failure
         writer.async {
-            full.line.withBytes { _ = fwrite($0.baseAddress, 1, $0.count, full.file) }
-            fflush(full.file)
+            let written = full.line.withBytes { fwrite($0.baseAddress, 1, $0.count, full.file) == $0.count }
+            if !written || fflush(full.file) != 0 { failure.note(errno) }
             full.line.deallocate()
         }
     }
@@ -114,6 +129,20 @@ public final class RunTrace: @unchecked Sendable {
         let line: TraceLine
         let file: UnsafeMutablePointer<FILE>
     }
+    /// Why the trace could not be written in full (a full disk), once it could not; nil while
+    /// every write went through. Read it after ``finish(exitCode:outcome:)``.
+    public var writeFailure: String? { failure.text.withLock { $0 } }
+    private let failure = WriteFailure()
+
+    /// The first write error, noted by whichever thread met it.
+    private final class WriteFailure: Sendable {
+        let text = Mutex<String?>(nil)
+        func note(_ code: Int32) {
+            let message = String(cString: strerror(code))
+            text.withLock { $0 = $0 ?? message }
+        }
+    }
+
     /// `{"v":1,"run":"..."`, which every record starts with.
     private let prefix: [UInt8]
 
@@ -158,13 +187,15 @@ public final class RunTrace: @unchecked Sendable {
         }
         if let file, !handedOver {
             // All of it still here: written now, and no thread was needed.
-            line.withBytes { _ = fwrite($0.baseAddress, 1, $0.count, file) }
-            fclose(file)
+            let written = line.withBytes { fwrite($0.baseAddress, 1, $0.count, file) == $0.count }
+            if !written { failure.note(errno) }
+            if fclose(file) != 0 { failure.note(errno) }
         } else if let file {
             flush()
             let closing = Filled(line: line, file: file)
+            let failure = self.failure
             // What is queued is written before the run's end is reported.
-            writer.sync { _ = fclose(closing.file) }
+            writer.sync { if fclose(closing.file) != 0 { failure.note(errno) } }
         }
         file = nil
         line.deallocate()

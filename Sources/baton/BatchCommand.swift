@@ -37,7 +37,8 @@ struct BatchCommand: ParsableCommand {
 
             The report (--report FILE, JSON): the batch and run ids, the script and input \
             with their SHA-256, the command line, host, version, start, end, duration, status \
-            (succeeded, succeeded_with_failures, failed, halted, timed_out, cancelled), the \
+            (succeeded, succeeded_with_failures, failed, halted, timed_out, cancelled, \
+            journal_failed), the \
             exit code, the policy, the counts (total, succeeded, changed, failed, skipped, \
             in_doubt, not_run, retried), the failures by class, every item (key, status, \
             attempts, start, duration, device, changed, error with class, message, traceback \
@@ -46,8 +47,15 @@ struct BatchCommand: ParsableCommand {
             honoured), a line every 5 s elsewhere, none with -q.
 
             --journal DIR keeps DIR/journal.jsonl: a header (the batch id, the script's and \
-            input's SHA-256, the policy), then for each item a start record, written and \
-            fsynced before the item runs, and an end record. --resume continues that batch \
+            input's SHA-256, the policy; created exclusively and fsynced), then for each item \
+            a start record, written and fsynced before the item runs, and an end record. A \
+            runner holds DIR/journal.lock (a kernel lock) while it uses the journal: a second \
+            runner on it (a cron overlap, a --resume while the first still runs) exits 75 \
+            naming the holder's pid, host and start. A journal whose first line is not a \
+            valid header is refused; a torn last line (a runner killed mid-write) is cut \
+            before anything is appended, and a damaged line in the middle is refused unless \
+            --force. A journal or report that cannot be written (a full disk) fails the \
+            batch: nothing new starts, the error is said on stderr, and it exits 74. --resume continues that batch \
             by item key: items that ended are skipped, the rest run; it refuses when the \
             script or the input changed (unless --force). --retry-failed also runs again the \
             items that failed. An item that started and never ended (the runner was killed) \
@@ -66,7 +74,9 @@ struct BatchCommand: ParsableCommand {
 
             Exit codes: 0 every item succeeded, or the failures are within --tolerate \
             (default 0); 4 more failed than that, or --halt stopped it; 3 --timeout; 130, \
-            143 SIGINT, SIGTERM; 2 usage, or an input or script that does not load.
+            143 SIGINT, SIGTERM; 2 usage, an input or script that does not load, or a \
+            journal that cannot be used (no valid header, a changed script or input); 74 the \
+            journal or the report could not be written; 75 another runner holds the journal.
             """
     )
 
@@ -189,21 +199,23 @@ struct BatchCommand: ParsableCommand {
         if let halt { options.append(.init("halt", .string(halt))) }
         options.append(.init("in_doubt_policy", .string(inDoubt)))
         let mode = resume ? "resume" : retryFailed ? "retry-failed" : "new"
-        if let journal, mode == "new" {
-            do {
-                try FileManager.default.createDirectory(atPath: journal, withIntermediateDirectories: true)
-            } catch {
-                FailureReport.write(message: "cannot make the journal folder \(journal): \(error)", format: format)
-                Baton.exitProcess(2)
-            }
+        let items: String
+        do {
+            items = try BatchInput.items(path: input)
+        } catch {
+            FailureReport.write(message: error.description, format: format)
+            Baton.exitProcess(2)
         }
+        let scriptSHA = Self.sha256(script), inputSHA = Self.sha256(input)
         let runID = UUID().uuidString.lowercased()
+        let opened = journal.map { openJournal(folder: $0, mode: mode, options: options, scriptSHA: scriptSHA, inputSHA: inputSHA) }
         let context = JSON.object([
-            .init("run_id", .string(runID)),
+            .init("run_id", .string(runID)), .init("batch_id", .string(opened?.id ?? UUID().uuidString.lowercased())),
             .init("script", .string(script)), .init("input", .string(input)),
-            .init("script_sha256", .string(Self.sha256(script))), .init("input_sha256", .string(Self.sha256(input))),
-            .init("report", .string(report ?? "")), .init("journal", .string(journal.map { $0 + "/journal.jsonl" } ?? "")),
-            .init("journal_dir", .string(journal ?? "")), .init("mode", .string(mode)), .init("force", .bool(force)),
+            .init("script_sha256", .string(scriptSHA)), .init("input_sha256", .string(inputSHA)),
+            .init("report", .string(report ?? "")), .init("journal", .string(opened?.journal.path ?? "")),
+            .init("skip", .array(opened?.skip.map { .string($0) } ?? [])),
+            .init("in_doubt", .array(opened?.inDoubt.map { .string($0) } ?? [])),
             .init("command_line", .array(CommandLine.arguments.map { .string($0) })),
             .init("host", .string(ProcessInfo.processInfo.hostName)), .init("version", .string(Baton.configuration.version)),
             .init("progress", .string(progressStyle)),
@@ -221,7 +233,7 @@ struct BatchCommand: ParsableCommand {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let outcome = try LuaRuntime.run(
             .string(Self.driver, chunkName: "baton batch"),
-            arguments: [JSON.object(options).serialized(), context.serialized()],
+            arguments: [JSON.object(options).serialized(), context.serialized(), items],
             options: runOptions, modules: BatonModules.standard(network: network), on: group.next()
         ).wait()
         switch outcome {
@@ -233,8 +245,72 @@ struct BatchCommand: ParsableCommand {
         default:
             break
         }
-        if let (_, path) = trace { tracing.settle(path: path, exitCode: outcome.exitCode) }
-        Baton.exitProcess(outcome.exitCode)
+        var exitCode = outcome.exitCode
+        if let journal = opened?.journal {
+            // A batch stopped before its first item still leaves a journal to resume.
+            do {
+                try journal.writeHeader()
+            } catch {
+                FailureReport.write(message: "\(error)", format: format)
+                exitCode = BatchJournal.writeFailedExitCode
+            }
+        }
+        if let (written, path) = trace, let problem = written.writeFailure {
+            // Not the run's failure, but never silent: the trace lacks what it could not write.
+            FailureReport.write(message: "cannot write the trace \(path) in full: \(problem)", format: format)
+        }
+        if let (_, path) = trace { tracing.settle(path: path, exitCode: exitCode) }
+        Baton.exitProcess(exitCode)
+    }
+
+    /// The journal, locked, and what it says to skip and what is in doubt; or exits: 75 when
+    /// another runner holds it (naming it), 2 when it cannot be used as it is, 74 when it
+    /// cannot be read or written.
+    private func openJournal(
+        folder: String, mode: String, options: [JSON.Member], scriptSHA: String, inputSHA: String
+    ) -> (journal: BatchJournal, id: String, skip: [String], inDoubt: [String]) {
+        let format = logging.logFormat
+        let command = CommandLine.arguments.joined(separator: " ")
+        do {
+            if mode == "new" {
+                let id = UUID().uuidString.lowercased()
+                let header = JSON.object([
+                    .init("kind", .string("batch")), .init("id", .string(id)), .init("script", .string(script)),
+                    .init("script_sha256", .string(scriptSHA)), .init("input", .string(input)), .init("input_sha256", .string(inputSHA)),
+                    .init("policy", .object(options)),
+                ])
+                return (try BatchJournal.create(folder: folder, header: header, holder: command), id, [], [])
+            }
+            let (journal, contents) = try BatchJournal.resume(folder: folder, force: force, holder: command)
+            let changed = contents.header["script_sha256"]?.stringValue != scriptSHA ? "script"
+                : contents.header["input_sha256"]?.stringValue != inputSHA ? "input" : nil
+            if let changed, !force {
+                FailureReport.write(message: "the \(changed) changed since batch \(contents.id) began (give --force to resume anyway)", format: format)
+                Baton.exitProcess(2)
+            }
+            if contents.cutBytes > 0 {
+                Logger(label: "baton.batch").notice(
+                    "cut the torn last line of \(journal.path) (\(contents.cutBytes) bytes, left by a runner that was killed) before appending")
+            }
+            var skip: [String] = [], ended: Set<String> = []
+            for (key, status) in contents.ended where status != "cancelled" {
+                // A cancelled item was stopped mid-way: in doubt, like one whose end was never written.
+                ended.insert(key)
+                if mode == "resume" || status != "failed" { skip.append(key) }
+            }
+            let inDoubt = contents.started.subtracting(ended).sorted()
+            return (journal, contents.id, skip.sorted(), inDoubt)
+        } catch let error as BatchJournal.JournalError {
+            FailureReport.write(message: error.description, format: format)
+            switch error {
+            case .held: Baton.exitProcess(ErrorClass.lockHeld.exitCode)
+            case .refused: Baton.exitProcess(ErrorClass.usage.exitCode)
+            case .io: Baton.exitProcess(BatchJournal.writeFailedExitCode)
+            }
+        } catch {
+            FailureReport.write(message: "\(error)", format: format)
+            Baton.exitProcess(BatchJournal.writeFailedExitCode)
+        }
     }
 
     /// How progress is shown: a bar redrawn on a terminal whose stderr carries no logs but
@@ -251,183 +327,7 @@ struct BatchCommand: ParsableCommand {
         return SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
     }
 
-    /// Loads the script and the items, reads and writes the journal, runs baton.batch, writes
-    /// the report and the summary.
-    static let driver = #"""
-local options, context = ...
-options = baton.json.decode(options)
-context = baton.json.decode(context)
-local script, input, journal, mode, report_path = context.script, context.input, context.journal, context.mode, context.report
--- The policy as given, for the report, before the driver adds what only it needs.
-local policy = baton.json.decode(baton.json.encode(options))
--- What keeps the batch from starting is a usage error: said in one line, exit 2.
-local function refuse(message) io.stderr:write(message, "\n") baton.exit(2) end
-local chunk, problem = loadfile(script)
-if not chunk then refuse(problem) end
-chunk()
-if type(job) ~= "function" then refuse(script .. " defines no function job(item, ctx)") end
-if options.in_doubt_policy == "check" then
-  if type(verify) ~= "function" then refuse("--in-doubt check needs " .. script .. " to define verify(item, ctx)") end
-  options.verify = verify
-end
-
-local file = io.open(input) or refuse("cannot read " .. input)
-local text = file:read("a")
-file:close()
-local items = {}
-if input:lower():match("%.csv$") then
-  -- RFC 4180: fields separated by commas, quoted with "", "" inside quotes for a quote.
-  local rows, row, field, i, quoted = {}, {}, {}, 1, false
-  local function finish_field() row[#row + 1] = table.concat(field) field = {} end
-  while i <= #text do
-    local c = text:sub(i, i)
-    if quoted then
-      if c == '"' and text:sub(i + 1, i + 1) == '"' then field[#field + 1] = '"' i = i + 1
-      elseif c == '"' then quoted = false
-      else field[#field + 1] = c end
-    elseif c == '"' then quoted = true
-    elseif c == "," then finish_field()
-    elseif c == "\n" or c == "\r" then
-      if c == "\r" and text:sub(i + 1, i + 1) == "\n" then i = i + 1 end
-      finish_field()
-      if #row > 1 or row[1] ~= "" then rows[#rows + 1] = row end
-      row = {}
-    else field[#field + 1] = c end
-    i = i + 1
-  end
-  if #field > 0 or #row > 0 then finish_field() rows[#rows + 1] = row end
-  local header = rows[1] or refuse(input .. " has no header line")
-  for r = 2, #rows do
-    local item = {}
-    for c, name in ipairs(header) do item[name] = rows[r][c] or "" end
-    items[#items + 1] = item
-  end
-elseif text:match("^%s*%[") then
-  items = baton.json.decode(text)
-else
-  local n = 0
-  for line in text:gmatch("[^\n]+") do
-    n = n + 1
-    if line:match("%S") then
-      local ok, item = pcall(baton.json.decode, line)
-      if not ok then refuse(("%s:%d: not JSON: %s"):format(input, n, item)) end
-      items[#items + 1] = item
-    end
-  end
-end
-
-local script_sha, input_sha = context.script_sha256, context.input_sha256
-if journal ~= "" then
-  local existing = io.open(journal)
-  if mode == "new" then
-    if existing then existing:close() refuse(journal .. " already holds a batch: --resume it, or give another --journal") end
-    options.id = tostring(baton.uuid())
-    local header = io.open(journal, "w") or refuse("cannot write " .. journal)
-    header:write(baton.json.encode({ kind = "batch", id = options.id, script = script, script_sha256 = script_sha,
-                                     input = input, input_sha256 = input_sha, policy = policy }), "\n")
-    header:close()
-  else
-    if not existing then refuse("no journal at " .. journal .. " to resume") end
-    local started, ended = {}, {}
-    for line in existing:lines() do
-      local ok, r = pcall(baton.json.decode, line)
-      if ok and r.kind == "batch" then
-        if not context.force and (r.script_sha256 ~= script_sha or r.input_sha256 ~= input_sha) then
-          existing:close()
-          refuse(("the %s changed since batch %s began (give --force to resume anyway)"):format(
-            r.script_sha256 ~= script_sha and "script" or "input", r.id))
-        end
-        options.id = r.id
-      elseif ok and r.kind == "start" then started[r.key] = true
-      elseif ok and r.kind == "end" then ended[r.key] = r.status end
-    end
-    existing:close()
-    options.skip, options.in_doubt = {}, {}
-    for key, status in pairs(ended) do
-      -- A cancelled item was stopped mid-way: in doubt, like one whose end was never written.
-      if status == "cancelled" then ended[key] = nil
-      elseif mode == "resume" or status ~= "failed" then options.skip[key] = true end
-    end
-    for key in pairs(started) do
-      if ended[key] == nil then options.in_doubt[key] = true end
-    end
-  end
-  options.journal = journal
-end
-
--- Progress on stderr: a bar redrawn in place on a terminal, else a line every few seconds.
-local style = context.progress
--- A bar shows at once; a plain line first after its interval.
-local last_shown = (style == "lines" or style == "json") and 0 or nil
-local function eta_text(seconds)
-  if not seconds then return "?" end
-  if seconds >= 3600 then return ("%dh%02dm"):format(seconds // 3600, seconds % 3600 // 60) end
-  if seconds >= 60 then return ("%dm%02ds"):format(seconds // 60, seconds % 60) end
-  return ("%ds"):format(math.ceil(seconds))
-end
-if style ~= "none" then
-  options.progress = function(c, elapsed)
-    local bar = style == "bar" or style == "bar-plain"
-    if last_shown and elapsed - last_shown < (bar and 0.2 or 5) then return end
-    last_shown = elapsed
-    local done = c.succeeded + c.failed + c.skipped + c.in_doubt
-    local eta = done > c.skipped and elapsed / (done - c.skipped) * (c.total - done) or nil
-    if bar then
-      local width = 30
-      local filled = c.total > 0 and width * done // c.total or width
-      local failed = ("%d failed"):format(c.failed)
-      if style == "bar" and c.failed > 0 then failed = "\27[31m" .. failed .. "\27[0m" end
-      io.stderr:write(("\r[%s%s] %d/%d  %s  ETA %s\27[K"):format(string.rep("#", filled), string.rep("-", width - filled),
-        done, c.total, failed, eta_text(eta)))
-    elseif style == "json" then
-      io.stderr:write(baton.json.encode({ kind = "progress", batch = options.id, done = done, total = c.total,
-        failed = c.failed, elapsed = elapsed, eta = eta }), "\n")
-    else
-      io.stderr:write(("batch: %d/%d done, %d failed, %.0f s, ETA %s\n"):format(done, c.total, c.failed, elapsed, eta_text(eta)))
-    end
-  end
-end
-options.signals = true
-
-local report = baton.batch(items, job, options)
-if last_shown and (style == "bar" or style == "bar-plain") then io.stderr:write("\r\27[K") end
-
--- The command that runs what is left: the failures, and what never ran or was left in doubt.
-local function quote(word)
-  if word:match("^[%w@%%+=:,./_-]+$") then return word end
-  return "'" .. word:gsub("'", "'\\''") .. "'"
-end
-local c = report.counts
-if c.failed + c.in_doubt + c.not_run > 0 and journal ~= "" then
-  local words = {}
-  for _, word in ipairs(context.command_line) do
-    if word ~= "--resume" and word ~= "--retry-failed" then words[#words + 1] = quote(word) end
-  end
-  words[#words + 1] = "--retry-failed"
-  report.retry_command = table.concat(words, " ")
-end
-report.script, report.input = script, input
-report.script_sha256, report.input_sha256 = script_sha, input_sha
-report.command_line, report.host, report.version = context.command_line, context.host, context.version
-report.policy = policy
-report.run_id = context.run_id
-if report_path ~= "" then
-  local out = io.open(report_path, "w") or refuse("cannot write " .. report_path)
-  out:write(baton.json.encode(report, { pretty = true }), "\n")
-  out:close()
-end
-io.stderr:write(("batch %s: %s, %d items: %d succeeded (%d changed), %d failed, %d retries, %d skipped, %d in doubt, %d not run, %.1f s\n"):format(
-  report.id, report.status, c.total, c.succeeded, c.changed, c.failed, c.retried, c.skipped, c.in_doubt, c.not_run, report.duration))
-for _, item in ipairs(report.items) do
-  if item.status == "failed" then
-    io.stderr:write(("  %s: %s: %s\n"):format(item.key, item.error.class, item.error.message))
-  end
-end
-if report.retry_command then
-  io.stderr:write("to run what is left: ", report.retry_command, "\n")
-elseif c.failed + c.in_doubt + c.not_run > 0 then
-  io.stderr:write("(with --journal DIR, --retry-failed would run what is left)\n")
-end
-baton.exit(report.exit_code)
-"""#
+    /// Loads the script, runs baton.batch on the items, writes the report and the summary:
+    /// Lua/batch-driver.lua, embedded in the binary (`.embedInCode`).
+    static let driver = String(decoding: PackageResources.batch_driver_lua, as: UTF8.self)
 }

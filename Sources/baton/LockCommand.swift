@@ -30,6 +30,10 @@ struct LockCommand: ParsableCommand {
                 each lock, or for NAME alone. With --json, one object a line: \
                 {"name", "held", "pid", "run", "started", "command"}.
 
+                A lock's file stays after its last run, saying who held it; --prune first \
+                removes the files of the locks nobody holds (never a held one: each is removed \
+                while baton holds it), says how many, and lists what is left.
+
                 Exit codes: 0 listed; 1 NAME is held (so a script can ask); 2 usage, or a lock \
                 folder others may write to (refused, as runs refuse it).
                 """
@@ -41,8 +45,12 @@ struct LockCommand: ParsableCommand {
         @Flag(help: "One JSON object a line.")
         var json = false
 
+        @Flag(help: "First remove the files of the locks nobody holds (never a held one).")
+        var prune = false
+
         func validate() throws {
             if let name, let problem = NamedLock.problem(with: name) { throw ValidationError("Invalid lock name: \(problem).") }
+            if name != nil && prune { throw ValidationError("--prune goes without NAME: it removes every lock nobody holds.") }
         }
 
         func run() throws {
@@ -53,6 +61,15 @@ struct LockCommand: ParsableCommand {
                 // A folder others may write to says nothing trustworthy of its locks.
                 StandardError.write("baton: \(error)\n")
                 Baton.exitProcess(ErrorClass.usage.exitCode)
+            }
+            if prune, FileManager.default.fileExists(atPath: NamedLock.folder) {
+                do {
+                    let removed = try NamedLock.prune()
+                    if !json { print("pruned \(removed.count) lock\(removed.count == 1 ? "" : "s") nobody held\(removed.isEmpty ? "" : ": " + removed.joined(separator: ", "))") }
+                } catch {
+                    StandardError.write("baton: \(error)\n")
+                    Baton.exitProcess(ErrorClass.usage.exitCode)
+                }
             }
             let names = name.map { [$0] } ?? NamedLock.names()
             var anyHeld = false

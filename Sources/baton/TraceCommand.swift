@@ -31,8 +31,11 @@ struct TraceCommand: ParsableCommand {
                   baton trace show run.jsonl
                   baton trace show --failures batch.jsonl
 
-                Exit codes: 0 shown; 1 the trace shows a failed run; 2 usage, or a file that \
-                is not a trace.
+                A trace cut short (its run killed while writing, a full disk) is shown up to \
+                its last whole line, and the output ends saying where it was cut.
+
+                Exit codes: 0 shown; 1 the trace shows a failed run, or is cut; 2 usage, or a \
+                file that is not a trace (empty, or its first line not a trace record).
                 """
         )
 
@@ -43,22 +46,63 @@ struct TraceCommand: ParsableCommand {
         var failures = false
 
         func run() throws {
-            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+            guard let data = FileManager.default.contents(atPath: file) else {
                 StandardError.write("cannot read \(file)\n")
                 Baton.exitProcess(2)
             }
-            var records: [[String: JSON]] = []
-            for (number, line) in text.split(separator: "\n").enumerated() {
-                guard case .object(let members)? = try? JSON.parse(String(line)) else {
-                    StandardError.write("\(file):\(number + 1): not a JSON object; is this a trace?\n")
-                    Baton.exitProcess(2)
-                }
-                records.append(Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a }))
+            let read = TraceFile.read([UInt8](data))
+            if let problem = read.notATrace {
+                StandardError.write("\(file)\(problem): is this a trace?\n")
+                Baton.exitProcess(2)
             }
-            let tree = TraceTree(records)
-            print(tree.render(failuresOnly: failures), terminator: "")
-            Baton.exitProcess(tree.failed ? 1 : 0)
+            let tree = TraceTree(read.records)
+            var shown = tree.render(failuresOnly: failures)
+            if let cut = read.cutAtLine {
+                shown += "✗ cut at line \(cut): what follows is torn or missing (the run was killed while writing, or its disk was full); shown up to it\n"
+            }
+            print(shown, terminator: "")
+            Baton.exitProcess(tree.failed || read.cutAtLine != nil ? 1 : 0)
         }
+    }
+}
+
+/// A trace file's records, read up to a tear.
+struct TraceFile {
+    /// The records before the tear (all of them when there is none).
+    var records: [[String: JSON]] = []
+    /// The line (from 1) where the trace is cut: the first that is not a whole record.
+    var cutAtLine: Int?
+    /// Why the file is not a trace at all (`:1: not a JSON object`), or nil.
+    var notATrace: String?
+
+    /// A trace is JSON objects one a line, each with `v`, `run` and `kind`. The first must be
+    /// one; a later line that is not (a record cut short) ends what is shown.
+    static func read(_ bytes: [UInt8]) -> TraceFile {
+        var result = TraceFile()
+        var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false)
+        if lines.last?.isEmpty == true { lines.removeLast() }
+        guard !lines.isEmpty else {
+            result.notATrace = ": empty"
+            return result
+        }
+        for (number, line) in lines.enumerated() {
+            guard case .object(let members)? = try? JSON.parse(line), let record = Self.record(members) else {
+                if number == 0 {
+                    result.notATrace = ":1: not a JSON object with v, run and kind"
+                } else {
+                    result.cutAtLine = number + 1
+                }
+                return result
+            }
+            result.records.append(record)
+        }
+        return result
+    }
+
+    private static func record(_ members: [JSON.Member]) -> [String: JSON]? {
+        let record = Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
+        guard case .int? = record["v"], case .string? = record["run"], case .string? = record["kind"] else { return nil }
+        return record
     }
 }
 
@@ -239,6 +283,9 @@ struct TraceTree {
                 }
             }
             return text
+        case "verify" where !failuresOnly:
+            let said = r.string("error").map { "✗ \($0)" } ?? (r.bool("done") == true ? "done" : "not done")
+            return "\(inner)verify \(r.string("item") ?? "?")  \(said)\n"
         case "retry" where !failuresOnly:
             return "\(inner)retry \(r.string("item") ?? "") after attempt \(r.int("attempt") ?? 0) (\(r.string("class") ?? "?")), pause \(Self.duration(r.double("pause")))\n"
         case "log" where !failuresOnly:
@@ -261,6 +308,10 @@ struct TraceTree {
 extension Dictionary where Key == String, Value == JSON {
     fileprivate func string(_ key: String) -> String? {
         if case .string(let s)? = self[key] { return s }
+        return nil
+    }
+    fileprivate func bool(_ key: String) -> Bool? {
+        if case .bool(let b)? = self[key] { return b }
         return nil
     }
     fileprivate func int(_ key: String) -> Int64? {

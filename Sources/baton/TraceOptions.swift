@@ -11,7 +11,7 @@ struct TraceOptions: ParsableArguments {
     var trace: String?
 
     @Option(name: .customLong("trace-dir"), help: ArgumentHelp(
-        "Keep each run's trace in this folder, named by its start and ending -ok or -failed: the last --trace-keep runs, and apart from them the last --trace-keep failed ones.",
+        "Keep each run's trace in this folder, named by its start and ending -ok or -failed: the last --trace-keep runs, and apart from them the last --trace-keep failed ones (other files there are left alone).",
         valueName: "dir"))
     var traceDir: String?
 
@@ -30,6 +30,15 @@ struct TraceOptions: ParsableArguments {
     /// The run's trace context: a child of `TRACEPARENT` when the environment has a valid one.
     static func context() -> TraceContext {
         TraceContext(continuing: ProcessInfo.processInfo.environment["TRACEPARENT"])
+    }
+
+    /// Whether `name` is one --trace-dir makes: `2026-11-24T030000.123Z-RUNID.jsonl`, the run
+    /// id a UUID, ending `-ok` or `-failed` once settled.
+    static func isTraceName(_ name: String) -> Bool {
+        let hex = "[0-9a-f]"
+        let uuid = "\(hex){8}-\(hex){4}-\(hex){4}-\(hex){4}-\(hex){12}"
+        let pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{6}\\.[0-9]{3}Z-\(uuid)(-ok|-failed)?\\.jsonl$"
+        return name.range(of: pattern, options: .regularExpression) != nil
     }
 
     /// Where this run's trace is being written, or nil without --trace and --trace-dir.
@@ -54,14 +63,15 @@ struct TraceOptions: ParsableArguments {
 
     /// With --trace-dir, names the finished trace at `path` -ok or -failed by `exitCode`, and
     /// keeps the newest --trace-keep traces and, apart from them, the newest --trace-keep
-    /// failed ones (a trace without an ending, left by a killed run, counts as failed).
+    /// failed ones (a trace without an ending, left by a killed run, counts as failed). Only
+    /// names --trace-dir makes are counted or removed: other files in the folder are left be.
     func settle(path: String, exitCode: Int32) {
         guard let traceDir else { return }
         let ending = exitCode == 0 ? "-ok.jsonl" : "-failed.jsonl"
         try? FileManager.default.moveItem(atPath: path, toPath: String(path.dropLast(".jsonl".count)) + ending)
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: traceDir) else { return }
         // Names start with the UTC start time: newest last.
-        let traces = names.filter { $0.hasSuffix(".jsonl") }.sorted()
+        let traces = names.filter(Self.isTraceName).sorted()
         let failed = traces.filter { !$0.hasSuffix("-ok.jsonl") }
         let kept = Set(traces.suffix(traceKeep)).union(failed.suffix(traceKeep))
         for name in traces where !kept.contains(name) {
