@@ -197,7 +197,7 @@ extension HandoffTests {
         await tv.stop()
     }
 
-    @Test("a file MPD had not indexed is indexed on demand and played; one it cannot index is cannot_open saying so")
+    @Test("a file MPD had not indexed is indexed on demand and played; a file MPD does not index (not audio) is cannot_open saying so")
     func mpdIndexesOnDemand() async throws {
         let media = try await Media.make()
         let directory = try TemporaryDirectory("baton-mpd")
@@ -214,10 +214,10 @@ extension HandoffTests {
         #expect(try await mpd.connection.command("status").get()["state"] == "play")
         #expect(speaker.agent.log.contains("MPD has not indexed"))
 
-        try media.directory.write("broken.flac", "not audio")
+        try media.directory.write("notes.txt", "not audio")
         do {
-            _ = try await speaker.playback(client, .play(.init(queue: [media.file("broken.flac")])))
-            Issue.record("MPD played a file that is not audio")
+            _ = try await speaker.playback(client, .play(.init(queue: [media.file("notes.txt")])))
+            Issue.record("MPD played a file it cannot index")
         } catch let failure as PlaybackFailure {
             #expect(failure.code == "cannot_open")
             #expect(failure.description.contains("not in MPD's database even after updating it"), "\(failure)")
@@ -233,10 +233,12 @@ extension HandoffTests {
         let phone = try await PlayerAgent.mpv("Phone")
         let tv = try await PlayerAgent.mpv("TV")
         try await play(media.sweep, on: phone)
-        let trace = try TemporaryDirectory("baton-trace").file("t.jsonl")
+        let folder = try TemporaryDirectory("baton-trace")
+        let trace = folder.file("t.jsonl")
         let (from, to) = ("\(phone.address)", "\(tv.address)")
         let result = try await runBaton(["run", "--trace", trace, "-e", "print((baton.handoff('\(from)', '\(to)', { timeout = 30 })))"])
         #expect(result.code == 0, "\(result)")
+        #expect(result.stdout == "success\n", "\(result)")
         let start = try #require(try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n")
             .first { $0.contains("\"call.start\"") && $0.contains("\"baton.handoff\"") })
         #expect(start.contains("\"source\":\"\(from)\""), "\(start)")
