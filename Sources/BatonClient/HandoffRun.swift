@@ -46,6 +46,8 @@ final class HandoffRun: @unchecked Sendable {
     /// two steps of its position, at most `sampleMost` (mpv's steps are 50–100 ms apart).
     static let sampleLeast = 0.05
     static let sampleMost = 0.4
+    /// How long after the target is asked to play the source's readings begin.
+    static let sampleDelayMs = 60
     /// How close a paused target is put to the source (seconds).
     static let pausedPrecision = 0.002
 
@@ -95,8 +97,12 @@ final class HandoffRun: @unchecked Sendable {
         let (state, position) = try await read(source, target)
         phase("read")
         let request = playRequest(state, position: position)
-        // The source is measured while the target loads.
-        async let measured = line(of: source, from: state, unavailable: .sourceUnavailable)
+        // The source is measured while the target proves it plays (300 ms or so), once the
+        // request to play has gone: its readings do not delay the target's start.
+        async let measured = { [self] in
+            if !state.paused { try? await Task.sleep(for: .milliseconds(Self.sampleDelayMs)) }
+            return try await line(of: source, from: state, unavailable: .sourceUnavailable)
+        }()
         _ = try await start(request, on: target)
         let sourceLine = try await measured.line
         phase("start")

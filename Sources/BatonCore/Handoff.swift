@@ -59,7 +59,7 @@ public struct HandoffOptions: Sendable, Equatable {
     /// How far (seconds) the target may be from where the source is and be left there;
     /// further, corrective seeks (at most ``maxSeeks``, each aimed by where the last one
     /// landed) put it right. A paused target is put within a millisecond or two.
-    public var precision: Double = 0.01
+    public var precision: Double = 0.005
     /// How many corrective seeks the target may be given.
     public var maxSeeks = 3
     /// How far (seconds) the target may still be after the corrective seek; further, the target
