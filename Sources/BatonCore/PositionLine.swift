@@ -11,7 +11,8 @@ import Foundation
 /// positions differ, a step happened, at the position the later one says: the line goes
 /// through that position at the middle of the two readings (off by at most half their
 /// interval). Several steps are averaged, the narrow ones counting most. A player whose
-/// position changes at every reading (fine-grained) gets a line through all of them; a paused
+/// position changes at every reading (fine-grained) gets a line through all of them; one whose
+/// readings saw no step, the least it can be (the earliest reading, advanced since); a paused
 /// one, its last reading.
 public struct PositionLine: Sendable, Equatable {
     /// The position, in seconds, at ``at``.
@@ -62,7 +63,8 @@ public struct PositionLine: Sendable, Equatable {
         } else if steps > 0 {
             offset = weighted / weights
         } else {
-            // No step seen: the latest reading is the least behind.
+            // No step seen: the step before the first reading put it where all of them say, so
+            // it is at least that plus the time since the first (the tightest bound).
             offset = envelope
         }
         self.init(position: offset, at: origin, rate: rate, readings: readings.count, steps: steps)
