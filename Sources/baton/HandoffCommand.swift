@@ -128,7 +128,7 @@ struct HandoffCommand: ParsableCommand {
         }
         let (source, target) = (try resolve(from), try resolve(to))
         // One device twice is refused before anything is asked of it.
-        if (source.deviceID != nil && source.deviceID?.lowercased() == target.deviceID?.lowercased()) || source.routes == target.routes {
+        if (source.deviceID != nil && source.deviceID?.lowercased() == target.deviceID?.lowercased()) || (!source.routes.isEmpty && source.routes == target.routes) {
             StandardError.write("same_device: \(from) and \(to) are the same device (\(source)): a device cannot be handed to itself\n")
             Baton.exitProcess(ErrorClass.usage.exitCode)
         }

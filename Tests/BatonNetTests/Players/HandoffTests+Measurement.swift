@@ -227,6 +227,39 @@ extension HandoffTests {
         await mpd.stop()
     }
 
+    @Test("a paused source handed mpv → MPD → mpv twice: each target holds within 30 ms of its source, by MPD's status and mpv's socket")
+    func pausedThroughMPD() async throws {
+        let media = try await Media.make()
+        let directory = try TemporaryDirectory("baton-mpd")
+        let mpd = try await RunningMPD.start(music: media.directory.path, in: directory)
+        let speaker = try await PlayerAgent.mpd("Speaker", port: mpd.port, music: media.directory.path)
+        let phone = try await PlayerAgent.mpv("Phone")
+        try await play(media.sweep, from: 10, on: phone)
+        try await Task.sleep(for: .milliseconds(300))
+        try await play(media.sweep, from: 17.25, on: phone, paused: true)
+        let phoneMPV = try await phone.mpv()
+        func elapsed() async throws -> Double {
+            try #require(try await mpd.connection.command("status").get()["elapsed"].flatMap(Double.init))
+        }
+        let first = try await SocketReading.read(phoneMPV).position
+        var last = first
+        for _ in 0..<2 {
+            var report = await handoff(phone, speaker)
+            #expect(report.status == .success, "\(report.message)")
+            #expect(try await mpd.connection.command("status").get()["state"] == "pause")
+            let there = try await elapsed()
+            #expect(abs(there - (try await SocketReading.read(phoneMPV).position)) <= 0.03)
+            report = await handoff(speaker, phone)
+            #expect(report.status == .success, "\(report.message)")
+            last = try await SocketReading.read(phoneMPV).position
+            #expect(abs(last - there) <= 0.03, "MPD held \(there), mpv holds \(last)")
+        }
+        #expect(abs(last - first) <= 0.03, "after 2 round trips \(last), at first \(first)")
+        await phone.stop()
+        await speaker.stop()
+        await mpd.stop()
+    }
+
     @Test("a traced run names a handoff's source and target in its call.start")
     func traceNamesTarget() async throws {
         let media = try await Media.make()
