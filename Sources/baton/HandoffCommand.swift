@@ -12,8 +12,8 @@ struct HandoffCommand: ParsableCommand {
             Make-before-break: reads what FROM plays (its player app's baton.playback state), \
             starts TO at the position FROM will have reached, muted, and waits until TO's \
             player proves it plays (the file loaded, the position advancing at real speed); \
-            one corrective seek if TO started elsewhere (a player that ignored the start \
-            offset); then, in one instant, unmutes TO and pauses FROM (--source). If TO fails \
+            corrective seeks (up to 3) while TO is more than 5 ms from FROM (a player that \
+            ignored the start offset, or started late); then, in one instant, unmutes TO and pauses FROM (--source). If TO fails \
             at any point, FROM keeps playing as it was and TO is stopped. A paused FROM gives a \
             paused TO at the same position. The queue and its entry go along. FROM and TO \
             must be two devices: a device handed to itself is a usage error (exit 2), and \
@@ -29,7 +29,7 @@ struct HandoffCommand: ParsableCommand {
             steps), after every corrective seek.
 
             Prints how it went: the status, the positions at the switch, the position error \
-            (TO minus FROM at one instant while both played, ms), the overlap (both audible, ms; negative is a gap), the \
+            (TO minus FROM at one instant while both played, after the last seek, ms), the overlap (both audible, ms; negative is a gap), the \
             latency and each phase's time. With --json, one object: {"status":…, \
             "position_at_source":…, "position_at_target":…, "position_error_ms":…, \
             "overlap_ms":…, "latency_ms":…, "phases":{…}, …}.
