@@ -5,9 +5,12 @@
 --
 -- Each item names a source and a target device ({"key", "from", "to"}, optionally "app"). The
 -- handoff's key is the item's idempotency key, so an item retried after a failure, or run again
--- by --resume after the runner was killed, moves the music once: the agents remember the first
--- handoff's report. A target that is off (unavailable, 69) is worth a retry; a device no one
--- has heard of (not_found, 68) is not.
+-- by --resume after the runner was killed, moves the music once: the caller remembers it, not
+-- the agents (baton keeps the first handoff's report under its key for 10 minutes, in
+-- $XDG_STATE_HOME/baton/handoffs on the machine that runs the batch), so a resume on another
+-- machine, or after the window, hands off again. A target that is off (unavailable, 69) is
+-- worth a retry; a device no one has heard of (not_found, 68) is not. A target that plays
+-- something already is not silenced for a paused source (target_busy); busy = "replace" would.
 
 -- One handoff at a time on a device, across this batch and any other script: an item takes
 -- both devices' locks, in name order, so that two items never wait for each other.

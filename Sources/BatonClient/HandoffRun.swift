@@ -5,9 +5,13 @@ import NIOCore
 extension BatonClient {
     /// Moves what `source` plays to `target`, make-before-break: reads the source, starts the
     /// target where the source will be by then (muted while it proves it plays: loaded, and
-    /// advancing at real speed), one corrective seek if it started elsewhere, and only then
-    /// unmutes the target and pauses (or stops, or keeps) the source in the same instant. Any
-    /// failure before that leaves the source playing as it was and the target stopped.
+    /// advancing at real speed), measures both players (a line through several readings of
+    /// each, lined up at its steps), corrective seeks aimed by that measure if the target is
+    /// elsewhere, and only then unmutes the target and pauses (or stops, or keeps) the source
+    /// in the same instant. Any failure before that leaves the source playing as it was and
+    /// the target stopped. A source and target that are one device (`same_device`), and a
+    /// target that plays when ``HandoffOptions/busy`` refuses it (`target_busy`), are refused
+    /// before anything is touched.
     /// Never fails: the report says how it went. With ``HandoffOptions/key``, a handoff that
     /// took effect under that key within the window is not done again (see ``HandoffKeys``).
     public func handoff(from source: DeviceTarget, to target: DeviceTarget, options: HandoffOptions = HandoffOptions()) async -> HandoffReport {
@@ -35,8 +39,17 @@ final class HandoffRun: @unchecked Sendable {
     /// Time the target is given to start after a play arrives (mpv takes 4–34 ms
     /// from loadfile to playing).
     static let startAllowance = 0.01
-    /// Time a playing target loses to a seek (it holds still until it plays again).
+    /// Time a playing target loses to a seek (it holds still until it plays again), before
+    /// the first seek teaches better.
     static let seekAllowance = 0.01
+    /// How long a playing player's position is read for a line: at least `sampleLeast` and
+    /// two steps of its position, at most `sampleMost` (mpv's steps are 50–100 ms apart).
+    static let sampleLeast = 0.05
+    static let sampleMost = 0.4
+    /// How long after the target is asked to play the source's readings begin.
+    static let sampleDelayMs = 60
+    /// How close a paused target is put to the source (seconds).
+    static let pausedPrecision = 0.002
 
     init(client: BatonClient, source: DeviceTarget, target: DeviceTarget, options: HandoffOptions) {
         self.client = client
@@ -75,6 +88,7 @@ final class HandoffRun: @unchecked Sendable {
     }
 
     private func steps() async throws {
+        try refuseSameDevice()
         let (sourceApp, targetApp) = try await findApps()
         phase("find")
         (source, target) = try await open(sourceApp, targetApp)
@@ -83,32 +97,56 @@ final class HandoffRun: @unchecked Sendable {
         let (state, position) = try await read(source, target)
         phase("read")
         let request = playRequest(state, position: position)
-        let proof = try await start(request, on: target)
+        // The source is measured while the target proves it plays (300 ms or so), once the
+        // request to play has gone: its readings do not delay the target's start.
+        async let measured = { [self] in
+            if !state.paused { try? await Task.sleep(for: .milliseconds(Self.sampleDelayMs)) }
+            return try await line(of: source, from: state, unavailable: .sourceUnavailable)
+        }()
+        _ = try await start(request, on: target)
+        let sourceLine = try await measured.line
         phase("start")
-        try await confirm(proof, state: state, sourcePosition: position, target: target)
+        let targetLine = try await confirm(state: state, sourceLine: sourceLine, target: target)
         phase("confirm")
-        try await switchOver(state, request: request, sourcePosition: position, source: source, target: target)
+        try await switchOver(state, request: request, sourceLine: sourceLine, targetLine: targetLine, source: source, target: target)
         phase("switch")
+    }
+
+    /// A source and target that are one device (the same id, or the same route) are refused
+    /// before anything is asked of either.
+    private func refuseSameDevice() throws {
+        let sourceID = sourceDevice.deviceID?.lowercased(), targetID = targetDevice.deviceID?.lowercased()
+        let sameID = sourceID != nil && sourceID == targetID
+        let sameRoute = sourceDevice.routes.first != nil && sourceDevice.routes.first == targetDevice.routes.first
+        if sameID || sameRoute { throw sameDevice(sourceDevice.description) }
+    }
+
+    private func sameDevice(_ name: String) -> Stop {
+        Stop(status: .sameDevice, detail: "the source and the target are the same device (\(name)): a device cannot be handed to itself")
     }
 
     // MARK: phases
 
-    /// The player app on each device: the one named, else the first that answers `baton.playback`.
+    /// The player app on each device: the one named, else the first that answers
+    /// `baton.playback`. Both devices describe themselves either way: two addresses of one
+    /// device are refused here, before anything is touched.
     private func findApps() async throws -> (String, String) {
-        if let app = options.app { return (app, app) }
         async let sourceApps = playbackApp(on: sourceDevice, role: "source", unavailable: .sourceUnavailable)
         async let targetApps = playbackApp(on: targetDevice, role: "target", unavailable: .targetUnavailable)
         let (s, t) = await (sourceApps, targetApps)
-        return (try s.get(), try t.get())
+        let (sourceInfo, sourceApp) = try s.get(), (targetInfo, targetApp) = try t.get()
+        if sourceInfo.id.lowercased() == targetInfo.id.lowercased() { throw sameDevice(sourceInfo.name) }
+        return (sourceApp, targetApp)
     }
 
-    private func playbackApp(on device: DeviceTarget, role: String, unavailable: HandoffStatus) async -> Result<String, Stop> {
+    private func playbackApp(on device: DeviceTarget, role: String, unavailable: HandoffStatus) async -> Result<(DeviceInfo, String), Stop> {
         do {
             let (info, apps) = try await client.describe(device, timeout: try remaining()).get()
+            if let app = options.app { return .success((info, app)) }
             guard let app = apps.first(where: { $0.services.contains(PlaybackCommand.service) }) else {
                 return .failure(Stop(status: unavailable, detail: "the \(role), \(info.name), has no app that answers \(PlaybackCommand.service)"))
             }
-            return .success(app.id)
+            return .success((info, app.id))
         } catch let stop as Stop {
             return .failure(stop)
         } catch BatonClientError.timedOut(let why) {
@@ -140,15 +178,27 @@ final class HandoffRun: @unchecked Sendable {
         async let t = target.call(.state, timeout: wait)
         let (sourceAnswer, targetAnswer) = await (s, t)
         let state = try self.state(sourceAnswer, of: source, unavailable: .sourceUnavailable)
-        _ = try self.state(targetAnswer, of: target, unavailable: .targetUnavailable)
+        let targetState = try self.state(targetAnswer, of: target, unavailable: .targetUnavailable)
         try checkCancelled()
         guard let uri = state.uri, let at = state.position else {
             throw Stop(status: .nothingPlaying, detail: "the source plays nothing")
         }
         report.uri = uri
         report.paused = state.paused
+        try checkBusy(source: state, target: targetState)
         let readAt = source.local(state.at), rate = state.rate, paused = state.paused
         return (state, { date in paused ? at : at + date.timeIntervalSince(readAt) * rate })
+    }
+
+    /// A target that plays is not silenced unless ``HandoffOptions/busy`` says so (by
+    /// default: when the source plays too).
+    private func checkBusy(source: PlaybackState, target: PlaybackState) throws {
+        guard target.isPlaying, (options.busy ?? (source.paused ? .refuse : .replace)) == .refuse else { return }
+        let plays = "the target plays \(target.uri ?? "something")"
+        let why = options.busy == .refuse
+            ? "\(plays) (busy = refuse)"
+            : "\(plays) and the source is paused: handing off would silence it (busy = replace does)"
+        throw Stop(status: .targetBusy, detail: why)
     }
 
     /// The state a reply carries, its date teaching `peer`'s clock; a failure is `unavailable`.
@@ -212,42 +262,84 @@ final class HandoffRun: @unchecked Sendable {
         }
     }
 
-    /// Checks that the target plays where the source is (or holds where it is paused); one
-    /// corrective seek when it started further than the tolerance away.
-    private func confirm(
-        _ proof: PlaybackProof, state: PlaybackState, sourcePosition: (Date) -> Double, target: PlaybackPeer
-    ) async throws {
-        let error = proof.position - sourcePosition(target.local(proof.at))
+    /// Measures the target against the source (both lines, at one instant) and, while it is
+    /// further than the precision, seeks it: each seek aimed where the source will be when the
+    /// seek lands, less how far the last landing was off (a playing player's seek latency; a
+    /// paused mpv that played before lands up to its audio buffer early), and measured again
+    /// once the player says it landed. Answers the target's last line; further than the
+    /// tolerance after the last seek, the target failed.
+    private func confirm(state: PlaybackState, sourceLine: PositionLine, target: PlaybackPeer) async throws -> PositionLine {
+        var (line, now) = try await self.line(of: target, from: nil, unavailable: .targetFailed)
+        var error = try offset(of: line, now, from: sourceLine, state: state)
         report.startErrorMs = error * 1000
+        // A paused player lands as far off after a seek as after its start; a playing one's
+        // start says nothing of its seeks.
+        var bias = state.paused ? error : 0
+        let precision = state.paused ? min(options.precision, Self.pausedPrecision) : options.precision
+        while abs(error) > precision, report.seeks < options.maxSeeks {
+            report.corrected = true
+            report.seeks += 1
+            let lead = state.paused ? 0 : target.transit + Self.seekAllowance
+            let aim = max(0, sourceLine.position(at: Date().addingTimeInterval(lead)) - bias)
+            switch await target.call(.seek(aim), timeout: try remaining()) {
+            case .reply(let message, let sent, let received):
+                if let after = PlaybackState(message: message) { target.learn(at: after.at, sent: sent, received: received) }
+            case .failed(let failure):
+                throw Stop(status: .targetFailed, detail: "the target was \(String(format: "%.3f", error)) s off and would not seek: \(failure)")
+            case .unanswered(let status, let detail):
+                throw stop(status.rawValue, detail, who: "the target", otherwise: .targetFailed)
+            }
+            (line, now) = try await self.line(of: target, from: nil, unavailable: .targetFailed)
+            error = try offset(of: line, now, from: sourceLine, state: state)
+            bias += error
+        }
         report.positionErrorMs = error * 1000
-        guard abs(error) > (state.paused ? 0.001 : options.precision) else { return }
-        report.corrected = true
-        let seek: PlaybackCommand = state.paused ? .seek(state.position ?? 0) : .seekBy(Self.seekAllowance - error)
-        switch await target.call(seek, timeout: try remaining()) {
-        case .reply(let message, _, _):
-            guard let after = PlaybackState(message: message), let position = after.position else {
-                throw Stop(status: .targetFailed, detail: "the target has no position after the corrective seek")
-            }
-            let left = position - sourcePosition(target.local(after.at))
-            report.positionErrorMs = left * 1000
-            guard abs(left) <= options.tolerance, after.paused == state.paused else {
-                throw Stop(status: .targetFailed, detail: String(
-                    format: "the target started %.3f s from the source, and after a corrective seek it is %.3f s away%@",
-                    error, left, after.paused == state.paused ? "" : (after.paused ? " and not playing" : " and not paused")))
-            }
-        case .failed(let failure):
-            throw Stop(status: .targetFailed, detail: "the target started \(String(format: "%.3f", error)) s off and would not seek: \(failure)")
-        case .unanswered(let status, let detail):
-            throw stop(status.rawValue, detail, who: "the target", otherwise: .targetFailed)
+        guard abs(error) <= options.tolerance else {
+            throw Stop(status: .targetFailed, detail: String(
+                format: "the target started %.3f s from the source, and after %d corrective seek%@ it is %.3f s away",
+                (report.startErrorMs ?? 0) / 1000, report.seeks, report.seeks == 1 ? "" : "s", error))
         }
         try checkCancelled()
+        return line
     }
 
-    /// Unmutes the target and lets the source go in the same instant, then measures the seam
-    /// from both players' readings.
+    /// The target's position minus the source's at one instant (the target's last reading);
+    /// a target that does not play (or hold) as the source does failed.
+    private func offset(of line: PositionLine, _ now: PlaybackState, from sourceLine: PositionLine, state: PlaybackState) throws -> Double {
+        guard now.paused == state.paused, now.uri != nil else {
+            throw Stop(status: .targetFailed, detail: "the target is \(now.uri == nil ? "playing nothing" : now.paused ? "not playing" : "not paused") after it was started")
+        }
+        return line.position - sourceLine.position(at: line.at)
+    }
+
+    /// Where `peer` is: a line through its readings (`first`, then more) on our clock, and its
+    /// last state. A paused player is read once; a playing one for ``sampleLeast`` and two
+    /// steps of its position, ``sampleMost`` at most.
+    private func line(of peer: PlaybackPeer, from first: PlaybackState?, unavailable: HandoffStatus) async throws -> (line: PositionLine, state: PlaybackState) {
+        var readings: [(position: Double, at: Date)] = []
+        var last = first
+        if let first, let position = first.position { readings.append((position, first.at)) }
+        let started = Date()
+        while true {
+            if let last, last.paused || last.position == nil { break }
+            let steps = readings.indices.dropFirst().filter { readings[$0].position != readings[$0 - 1].position }.count
+            let elapsed = Date().timeIntervalSince(started)
+            if readings.count >= 3, (steps >= 2 && elapsed >= Self.sampleLeast) || elapsed >= Self.sampleMost { break }
+            let state = try self.state(await peer.call(.state, timeout: try remaining()), of: peer, unavailable: unavailable)
+            last = state
+            if let position = state.position { readings.append((position, state.at)) }
+        }
+        guard let last, let line = PositionLine(readings: readings, rate: last.rate, paused: last.paused) else {
+            throw Stop(status: unavailable, detail: "the \(peer.role)'s player says no position")
+        }
+        return (peer.local(line), last)
+    }
+
+    /// Unmutes the target and lets the source go in the same instant; the report's positions
+    /// are both players' lines at the instant the source was let go.
     private func switchOver(
-        _ state: PlaybackState, request: PlaybackCommand.PlayRequest, sourcePosition: (Date) -> Double, source: PlaybackPeer,
-        target: PlaybackPeer
+        _ state: PlaybackState, request: PlaybackCommand.PlayRequest, sourceLine: PositionLine, targetLine: PositionLine,
+        source: PlaybackPeer, target: PlaybackPeer
     ) async throws {
         let wait = try remaining()
         let letGo: PlaybackCommand? = switch options.source {
@@ -266,12 +358,10 @@ final class HandoffRun: @unchecked Sendable {
             if letGo != nil { await restore(state, on: source) }
             throw error
         }
-        report.positionAtTarget = targetState.position
+        let targetAt = target.local(targetState.at)
         guard let s else {
-            // The source plays on (keep) or stays paused: the target is compared with where it is.
-            if let position = targetState.position {
-                measure(sourceAt: sourcePosition(target.local(targetState.at)), targetAt: position, overlap: nil)
-            }
+            // The source plays on (keep) or stays paused: both where they are now.
+            measure(at: targetAt, sourceLine: sourceLine, targetLine: targetLine, overlap: nil)
             return
         }
         let sourceState: PlaybackState
@@ -282,19 +372,17 @@ final class HandoffRun: @unchecked Sendable {
             targetTouched = false
             throw Stop(status: .sourceStopFailed, detail: "the target plays, but the source did not \(letGo == .stop ? "stop" : "pause"): \(stop.detail)", deviceStatus: stop.deviceStatus)
         }
-        guard let targetPosition = targetState.position else { return }
-        // Both readings on one clock: where the target was when the source's was taken.
-        let gap = source.local(sourceState.at).timeIntervalSince(target.local(targetState.at))
-        let sourcePosition = sourceState.position ?? state.position ?? 0
-        measure(sourceAt: sourcePosition, targetAt: targetPosition + (state.paused ? 0 : gap), overlap: state.paused ? nil : gap * 1000)
+        // Both replies on one clock: how long both played (the target unmuted before the source paused).
+        let sourceAt = source.local(sourceState.at)
+        measure(at: sourceAt, sourceLine: sourceLine, targetLine: targetLine, overlap: state.paused ? nil : sourceAt.timeIntervalSince(targetAt) * 1000)
     }
 
-    /// The positions at the switch, as the players read them. (The position error is not
-    /// taken from these: a player's reading as it pauses jumps by up to its audio buffer,
-    /// tens of ms for mpv, so the error is measured while both play, in ``confirm``.)
-    private func measure(sourceAt: Double, targetAt: Double, overlap: Double?) {
-        report.positionAtSource = sourceAt
-        report.positionAtTarget = targetAt
+    /// The positions at `instant`, from both players' lines. (Not from their replies at the
+    /// switch: a player's reading as it pauses jumps by up to its audio buffer, tens of ms for
+    /// mpv, and one reading lags by up to a step.)
+    private func measure(at instant: Date, sourceLine: PositionLine, targetLine: PositionLine, overlap: Double?) {
+        report.positionAtSource = sourceLine.position(at: instant)
+        report.positionAtTarget = targetLine.position(at: instant)
         report.overlapMs = overlap
     }
 

@@ -52,6 +52,11 @@ final class PlaybackPeer: @unchecked Sendable {
         date.addingTimeInterval(-(offset?.seconds ?? 0))
     }
 
+    /// `line`, read on their clock, on ours.
+    func local(_ line: PositionLine) -> PositionLine {
+        line.shifted(by: -(offset?.seconds ?? 0))
+    }
+
     /// Half the shortest round trip seen: how long a request takes to reach them.
     var transit: Double { (offset?.roundTrip ?? 0) / 2 }
 }

@@ -25,6 +25,11 @@ public enum HandoffStatus: String, Sendable, CaseIterable {
     case timeout
     /// The handoff was cancelled; the source plays on.
     case cancelled
+    /// The source and the target are one device: nothing was touched (a usage error).
+    case sameDevice = "same_device"
+    /// The target plays something and the handoff would silence it (a paused source, by
+    /// default; see ``HandoffOptions/busy``): nothing was touched.
+    case targetBusy = "target_busy"
 }
 
 /// What to hand off and how.
@@ -33,21 +38,30 @@ public struct HandoffOptions: Sendable, Equatable {
     public enum SourcePolicy: String, Sendable, CaseIterable { case pause, stop, keep }
     /// Whether the target takes the source's volume (`copy`) or keeps its own.
     public enum VolumePolicy: String, Sendable, CaseIterable { case keep, copy }
+    /// What to do with a target that plays something already: `replace` it, or `refuse` the
+    /// handoff (`target_busy`, nothing touched).
+    public enum BusyPolicy: String, Sendable, CaseIterable { case replace, refuse }
 
     /// The player app on both devices; nil: the first app of each that answers `baton.playback`.
     public var app: String?
     public var source: SourcePolicy = .pause
     public var volume: VolumePolicy = .keep
+    /// A target that plays already; nil: refused when the source is paused (a paused source
+    /// would silence it for nothing audible), replaced when the source plays (the music
+    /// follows the listener).
+    public var busy: BusyPolicy?
     /// The whole handoff's deadline; every phase gets what is left of it.
     public var timeout: Duration = .seconds(15)
     /// A handoff with a key already used within ``keyWindow`` is not done again: the first
     /// one's report is the answer.
     public var key: String?
     public var keyWindow: Duration = .seconds(600)
-    /// How far (seconds) the target may start from where the source is and be left there;
-    /// further, one corrective seek (relative to where it is, so the request's own delay does
-    /// not count) puts it right.
-    public var precision: Double = 0.02
+    /// How far (seconds) the target may be from where the source is and be left there;
+    /// further, corrective seeks (at most ``maxSeeks``, each aimed by where the last one
+    /// landed) put it right. A paused target is put within a millisecond or two.
+    public var precision: Double = 0.005
+    /// How many corrective seeks the target may be given.
+    public var maxSeeks = 3
     /// How far (seconds) the target may still be after the corrective seek; further, the target
     /// failed (it ignores where it is told to play).
     public var tolerance: Double = 0.25
@@ -65,13 +79,14 @@ public struct HandoffReport: Sendable, Equatable {
     public var deviceStatus: String?
     /// What was handed off.
     public var uri: String?
-    /// Where the source was when it was let go, and where the target was at that moment
-    /// (seconds), as the players read them.
+    /// Where the source was when it was let go, and where the target was at that instant
+    /// (seconds), as the players said: lines through several readings of each player, lined
+    /// up at its steps (see ``PositionLine``), after every seek.
     public var positionAtSource: Double?
     public var positionAtTarget: Double?
-    /// The target's position minus the source's at one instant, in milliseconds, from both
-    /// players' readings while both played (after the corrective seek, if one was made): what
-    /// the listener hears skipped (positive) or repeated (negative).
+    /// The target's position minus the source's at one instant, in milliseconds, measured the
+    /// same way while both played (or held, paused), after the last corrective seek: what the
+    /// listener hears skipped (positive) or repeated (negative).
     public var positionErrorMs: Double?
     /// How long both played (positive) or neither did (negative) at the switch, from the two
     /// players' own readings; nil when the source kept playing or both were paused.
@@ -84,8 +99,9 @@ public struct HandoffReport: Sendable, Equatable {
     /// How far the target started from where the source was, in milliseconds (target minus
     /// source), before any corrective seek.
     public var startErrorMs: Double?
-    /// Whether the target needed a corrective seek.
+    /// Whether the target needed a corrective seek, and how many it was given.
     public var corrected = false
+    public var seeks = 0
     /// Whether a failure undid what the handoff had started on the target.
     public var rolledBack = false
     /// Whether the source was paused (the target was then started paused).
@@ -106,7 +122,7 @@ public struct HandoffReport: Sendable, Equatable {
     public var message: ValueDictionary {
         var message: ValueDictionary = [
             "status": .string(status.rawValue), "latency_ms": .double(latencyMs), "corrected": .bool(corrected),
-            "rolled_back": .bool(rolledBack), "paused": .bool(paused), "repeated": .bool(repeated),
+            "rolled_back": .bool(rolledBack), "paused": .bool(paused), "repeated": .bool(repeated), "seeks": .int(Int64(seeks)),
             "phases": .dictionary(ValueDictionary(phases.map { ($0.name, Value.double($0.ms)) })),
         ]
         if !detail.isEmpty { message["detail"] = .string(detail) }
@@ -134,6 +150,7 @@ public struct HandoffReport: Sendable, Equatable {
         startErrorMs = message.number("start_error_ms")
         latencyMs = message.number("latency_ms") ?? 0
         corrected = message.bool("corrected") ?? false
+        seeks = message.number("seeks").map { Int($0) } ?? 0
         rolledBack = message.bool("rolled_back") ?? false
         paused = message.bool("paused") ?? false
         repeated = message.bool("repeated") ?? false

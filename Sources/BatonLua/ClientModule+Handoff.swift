@@ -3,9 +3,11 @@ import BatonCore
 import NIOCore
 
 extension ClientModule {
-    /// `baton.handoff(from, to [, {app=, source=, volume=, timeout=, key=, precision=,
+    /// `baton.handoff(from, to [, {app=, source=, volume=, busy=, timeout=, key=, precision=,
     /// tolerance=}])` → status, report (see ``BatonClient/handoff(from:to:options:)``). A
-    /// cancelled task's handoff rolls back; the run lasts until it has.
+    /// cancelled task's handoff rolls back; the run lasts until it has. `busy = "replace"` or
+    /// `"refuse"` says what becomes of a target that plays already (by default: refused when
+    /// the source is paused). A device handed to itself raises a usage error, nothing touched.
     func handoff(_ call: HostCall) throws -> HostResult {
         let source = try deviceTarget(call, 1)
         let target = try deviceTarget(call, 2)
@@ -17,7 +19,11 @@ extension ClientModule {
         let work = Task { await client.handoff(from: source, to: target, options: options) }
         let number = handoffs.add(work, owner: owner)
         runtime.retainKeepAlive()
-        promise.completeWithTask { await work.value }
+        promise.completeWithTask {
+            let report = await work.value
+            if report.status == .sameDevice { throw HostError.classed(.usage, "baton.handoff: \(report.detail)") }
+            return report
+        }
         promise.futureResult.whenComplete { [self] _ in
             handoffs.remove(number)
             runtime.releaseKeepAlive()
@@ -36,7 +42,7 @@ extension ClientModule {
             throw call.argumentError(position, "options table expected, got \(call.lua.typeName(at: position))")
         }
         let table = OptionTable(call, at: position, function: "baton.handoff")
-        try table.check(allowed: ["app", "source", "volume", "timeout", "key", "precision", "tolerance"])
+        try table.check(allowed: ["app", "source", "volume", "busy", "timeout", "key", "precision", "tolerance"])
         options.app = try table.string("app")
         if let text = try table.string("source") {
             guard let policy = HandoffOptions.SourcePolicy(rawValue: text) else {
@@ -49,6 +55,12 @@ extension ClientModule {
                 throw HostError.message("baton.handoff: volume must be \"keep\" or \"copy\", got \"\(text)\"")
             }
             options.volume = policy
+        }
+        if let text = try table.string("busy") {
+            guard let policy = HandoffOptions.BusyPolicy(rawValue: text) else {
+                throw HostError.message("baton.handoff: busy must be \"replace\" or \"refuse\", got \"\(text)\"")
+            }
+            options.busy = policy
         }
         if let timeout = try Self.requestTimeout(table) { options.timeout = .nanoseconds(timeout.nanoseconds) }
         if let key = try table.string("key") {

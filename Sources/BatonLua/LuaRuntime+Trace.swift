@@ -42,6 +42,11 @@ extension LuaRuntime {
         trace.record("call.start", task: current) { line in
             line.field("call", call.name)
             device(at: 1, on: lua, into: &line)
+            if call.name == "baton.handoff" {
+                // A handoff is between two devices: the trace names both.
+                device(at: 1, on: lua, into: &line, field: "source")
+                device(at: 2, on: lua, into: &line, field: "target")
+            }
             if case .service = call.traced, let service = lua.utf8(at: 2) { line.field("service", utf8: service) }
             if case .send(let message) = call.traced {
                 if message == 3, let service = lua.utf8(at: 2) { line.field("service", utf8: service) }
@@ -86,17 +91,17 @@ extension LuaRuntime {
         }
     }
 
-    /// `"device":` the name argument `index` gives: a string, or a device table's name or id.
-    private func device(at index: Int32, on lua: LuaState, into line: inout TraceLine) {
+    /// `"device":` (or `field`) the name argument `index` gives: a string, or a device table's name or id.
+    private func device(at index: Int32, on lua: LuaState, into line: inout TraceLine, field: StaticString = "device") {
         switch lua.type(at: index) {
         case .string:
-            if let name = lua.utf8(at: index) { line.field("device", utf8: name) }
+            if let name = lua.utf8(at: index) { line.field(field, utf8: name) }
         case .table:
-            for field in ["name", "id"] {
-                lua.rawGet(index, field: field)
+            for key in ["name", "id"] {
+                lua.rawGet(index, field: key)
                 defer { lua.pop() }
                 if let name = lua.utf8(at: -1) {
-                    line.field("device", utf8: name)
+                    line.field(field, utf8: name)
                     return
                 }
             }

@@ -12,13 +12,24 @@ struct HandoffCommand: ParsableCommand {
             Make-before-break: reads what FROM plays (its player app's baton.playback state), \
             starts TO at the position FROM will have reached, muted, and waits until TO's \
             player proves it plays (the file loaded, the position advancing at real speed); \
-            one corrective seek if TO started elsewhere (a player that ignored the start \
-            offset); then, in one instant, unmutes TO and pauses FROM (--source). If TO fails \
+            corrective seeks (up to 3) while TO is more than 5 ms from FROM (a player that \
+            ignored the start offset, or started late); then, in one instant, unmutes TO and pauses FROM (--source). If TO fails \
             at any point, FROM keeps playing as it was and TO is stopped. A paused FROM gives a \
-            paused TO at the same position. The queue and its entry go along.
+            paused TO at the same position. The queue and its entry go along. FROM and TO \
+            must be two devices: a device handed to itself is a usage error (exit 2), and \
+            nothing is touched.
+
+            A TO that plays something already is silenced by a handoff only when asked \
+            (--busy): by default it is replaced when FROM plays (the music follows you) and \
+            refused (target_busy, nothing touched) when FROM is paused. --busy replace \
+            replaces it always; --busy refuse refuses always.
+
+            The positions and the error are measurements: each player's position is read \
+            several times and lined up at the player's own steps (mpv's moves in 50-100 ms \
+            steps), after every corrective seek.
 
             Prints how it went: the status, the positions at the switch, the position error \
-            (TO minus FROM at one instant while both played, ms), the overlap (both audible, ms; negative is a gap), the \
+            (TO minus FROM at one instant while both played, after the last seek, ms), the overlap (both audible, ms; negative is a gap), the \
             latency and each phase's time. With --json, one object: {"status":…, \
             "position_at_source":…, "position_at_target":…, "position_error_ms":…, \
             "overlap_ms":…, "latency_ms":…, "phases":{…}, …}.
@@ -26,8 +37,8 @@ struct HandoffCommand: ParsableCommand {
             Statuses: success, nothing_playing (FROM plays nothing), source_unavailable, \
             target_unavailable (unreachable, or no player app), media_unavailable (TO cannot \
             open what FROM plays; FROM untouched), target_failed (TO loaded it but did not play \
-            as asked), source_stop_failed (TO plays, FROM did not pause: both play), timeout, \
-            cancelled. A handoff with --key that took effect within the last 10 minutes is not \
+            as asked), source_stop_failed (TO plays, FROM did not pause: both play), \
+            target_busy (TO plays and --busy refused it), same_device, timeout, cancelled. A handoff with --key that took effect within the last 10 minutes is not \
             done again: its report is printed, marked repeated.
 
             Examples:
@@ -36,7 +47,7 @@ struct HandoffCommand: ParsableCommand {
               baton handoff Phone Speaker --key "evening-$(date +%F)"
 
             Exit codes: 0 success; 1 nothing_playing, target_failed, source_stop_failed, \
-            cancelled; 2 usage; 3 timeout; 68 no such device (by name or id); 69 \
+            target_busy, cancelled; 2 usage (same_device); 3 timeout; 68 no such device (by name or id); 69 \
             source_unavailable, target_unavailable, media_unavailable.
             """
     )
@@ -55,6 +66,11 @@ struct HandoffCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("keep (the default): TO keeps its own volume; copy: TO takes FROM's.", valueName: "policy"))
     var volume = "keep"
+
+    @Option(help: ArgumentHelp(
+        "A TO that plays already: replace it, or refuse (target_busy). By default: refused when FROM is paused, replaced when FROM plays.",
+        valueName: "policy"))
+    var busy: String?
 
     @Option(help: ArgumentHelp("The whole handoff's deadline: 5s, 30s. Every phase gets what is left of it.", valueName: "duration"))
     var timeout = "15s"
@@ -90,6 +106,12 @@ struct HandoffCommand: ParsableCommand {
             throw ValidationError("Invalid --timeout '\(timeout)': use a duration above zero and up to 1h, like 5s or 30s.")
         }
         if let key, key.isEmpty { throw ValidationError("Invalid --key: it must not be empty.") }
+        if let busy {
+            guard let policy = HandoffOptions.BusyPolicy(rawValue: busy) else {
+                throw ValidationError("Invalid --busy '\(busy)': use replace or refuse.")
+            }
+            options.busy = policy
+        }
         options.source = source
         options.volume = volume
         options.timeout = duration
@@ -105,6 +127,11 @@ struct HandoffCommand: ParsableCommand {
             try DeviceArgument.resolve(text, client: baton, discovery: discovery, authorization: client.authorizationKind, timeout: client.timeout)
         }
         let (source, target) = (try resolve(from), try resolve(to))
+        // One device twice is refused before anything is asked of it.
+        if (source.deviceID != nil && source.deviceID?.lowercased() == target.deviceID?.lowercased()) || (!source.routes.isEmpty && source.routes == target.routes) {
+            StandardError.write("same_device: \(from) and \(to) are the same device (\(source)): a device cannot be handed to itself\n")
+            Baton.exitProcess(ErrorClass.usage.exitCode)
+        }
         let promise = baton.eventLoop.makePromise(of: HandoffReport.self)
         promise.completeWithTask { await baton.handoff(from: source, to: target, options: options) }
         let report = try promise.futureResult.wait()
@@ -122,7 +149,9 @@ struct HandoffCommand: ParsableCommand {
     }
 
     static func exitCode(_ status: HandoffStatus) -> Int32 {
-        ExitCodes.code(status: status.rawValue)
+        // A device handed to itself is the caller's mistake, found once the devices said who they are.
+        if status == .sameDevice { return ErrorClass.usage.exitCode }
+        return ExitCodes.code(status: status.rawValue)
     }
 
     /// The report for people: a line saying what happened (the status on stderr when it is not

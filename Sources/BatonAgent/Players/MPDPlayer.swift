@@ -5,8 +5,8 @@ import NIOCore
 
 /// An app's MPD: a running `mpd` reached over TCP, connected to when first needed and again
 /// after MPD closes an idle connection. MPD takes files relative to its music directory, so
-/// paths under ``musicDirectory`` are handed to it that way and others cannot be opened.
-/// Confined to its loop.
+/// paths under ``musicDirectory`` are handed to it that way and others cannot be opened; a
+/// file there that MPD has not indexed yet is indexed on demand. Confined to its loop.
 final class MPDPlayer: Player, @unchecked Sendable {
     let eventLoop: any EventLoop
     let host: String
@@ -17,6 +17,8 @@ final class MPDPlayer: Player, @unchecked Sendable {
     var callTimeout: TimeAmount = .seconds(2)
     /// How long play waits between the two readings that prove playback advances.
     var settle: TimeAmount = .milliseconds(300)
+    /// How long play waits for MPD to index a file it did not know (see ``add(_:local:uri:on:)``).
+    var indexTimeout: TimeAmount = .seconds(10)
     private var connection: MPDConnection?
     private var connecting: EventLoopFuture<MPDConnection>?
     /// The volume before a muted play, to give back when unmuted.
@@ -74,15 +76,18 @@ final class MPDPlayer: Player, @unchecked Sendable {
     }
 
     func play(_ request: PlaybackCommand.PlayRequest) -> EventLoopFuture<PlaybackProof> {
-        let paths: [String]
-        do { paths = try request.queue.map(mpdPath) } catch { return eventLoop.makeFailedFuture(error) }
+        let paths: [String], local: [Bool]
+        do {
+            paths = try request.queue.map(mpdPath)
+            local = try request.queue.map { try PlaybackService.localPath($0) != nil }
+        } catch {
+            return eventLoop.makeFailedFuture(error)
+        }
         return eventLoop.flatSubmit { [self] in
             connect().flatMap { mpd in
                 self.volume(for: request, on: mpd).flatMap {
-                    let added = mpd.command("clear").flatMap { _ in
-                        EventLoopFuture.whenAllSucceed(paths.map { mpd.command("addid \(MPDConnection.quoted($0))") }, on: self.eventLoop)
-                    }
-                    return added.flatMapError { error in
+                    self.add(paths, local: local, uri: request.uri, on: mpd).flatMapError { error in
+                        if error is PlaybackFailure { return self.eventLoop.makeFailedFuture(error) }
                         guard case MPDError.failed(_, _, let message) = error else {
                             return self.eventLoop.makeFailedFuture(PlaybackFailure.player("MPD", error))
                         }

@@ -156,8 +156,10 @@ final class MPVPlayer: Player, @unchecked Sendable {
         case .mute(let muted): arguments = .array([.string("set_property"), .string("mute"), .bool(muted)])
         case .state, .play: return eventLoop.makeFailedFuture(PlaybackFailure.badRequest("not a control command"))
         }
+        // A seek is answered once mpv plays from where it landed, so the state that answers it is true.
+        let seeks = if case .seek = command { true } else if case .seekBy = command { true } else { false }
         return eventLoop.flatSubmit { [self] in
-            connect().flatMap { $0.command(arguments) }.map { _ in }
+            connect().flatMap { seeks ? $0.seek(arguments) : $0.command(arguments).map { _ in } }
                 .flatMapErrorThrowing { error in throw PlaybackFailure.player("mpv", error) }
         }
     }
