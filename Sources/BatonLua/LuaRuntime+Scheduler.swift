@@ -242,6 +242,7 @@ extension LuaRuntime {
             : classedMessage(at: -1, on: task.thread) ?? task.thread.describe(at: -1)
         var failure = ScriptFailure(message: message, traceback: traceback, context: task.context)
         failure.isTimeout = pastDeadline
+        failure.errorClass = pastDeadline ? .timeout : errorClass(at: -1, on: task.thread)
         options.trace?.error(task: task, message: message, errorClass: errorClass(at: -1, on: task.thread)?.rawValue, traceback: traceback)
         options.reportFailure(failure)
         return failure
