@@ -187,7 +187,8 @@ public final class BatonClient: @unchecked Sendable {
     ) -> EventLoopFuture<(AppServiceConnection?, RequestOutcome<OpenStatus>)> {
         let opened = connection(to: device).flatMap { connection in
             let channel = AppServiceConnection(device: device, app: app, service: service, connection: connection)
-            return connection.open(service: service, app: app, handler: channel, deadline: deadline).map { id, status, detail in
+            return connection.open(service: service, app: app, handler: channel, deadline: deadline).map {
+                id, status, detail -> (AppServiceConnection?, RequestOutcome<OpenStatus>) in
                 guard let id else { return (nil, RequestOutcome(status, detail: detail)) }
                 channel.opened(id)
                 return (channel, RequestOutcome(.success))

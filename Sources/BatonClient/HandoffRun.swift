@@ -176,7 +176,7 @@ final class HandoffRun: @unchecked Sendable {
 
     /// A request to `who` that got no answer but `outcome` (a Rome status, and why): `timeout`
     /// when it timed out, else `otherwise`, with the status and its cause underneath.
-    private func stop<Status>(_ outcome: RequestOutcome<Status>, who: String, otherwise: HandoffStatus) -> Stop {
+    private func stop<Status: CausedStatus>(_ outcome: RequestOutcome<Status>, who: String, otherwise: HandoffStatus) -> Stop {
         let (status, detail) = (outcome.status.rawValue, outcome.detail)
         if outcome.cause == .timedOut { return Stop(status: .timeout, detail: "\(who): \(detail)", cause: .timedOut) }
         return Stop(status: otherwise, detail: "\(who): \(status)\(detail.isEmpty ? "" : ": " + detail)", deviceStatus: status, cause: outcome.cause)

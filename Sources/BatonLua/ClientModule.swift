@@ -8,6 +8,13 @@ import NIOCore
 /// Owns the channels the script opened (each keeps the run alive until it closes; a task's
 /// close when it is cancelled). Shares the client and directory with ``DiscoveryModule``
 /// through a ``DeviceAccess``.
+///
+/// What a request returns, in every function here: on success its result and `success`; on
+/// failure, nil (where there is a result), the Rome status, why in words (for people, never
+/// to parse: the provider's own error message when its handler raised one) and, last, the
+/// cause (`timed_out`, `unreachable`, `denied`, `refused`, `unavailable`, ...: a
+/// ``FailureCause``). `baton.check(status, detail, cause)` raises the class the cause maps
+/// to, the same class and exit code the commands end with for that failure.
 public final class ClientModule: LuaModule, @unchecked Sendable {
     /// The client and directory it reaches devices through.
     public let access: DeviceAccess
@@ -77,7 +84,10 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
         }
         if let address = DeviceAddress(text) { return DeviceTarget(address) }
         if let known = access.knownDevice(text) { return known }
-        throw call.argumentError(position, "no single known device is named or has the id \"\(text)\"; find it first with baton.find, or give host:port")
+        // An unknown device, as for every command: not_found (68), not a script error.
+        throw HostError.classed(
+            FailureCause.notFound.errorClass,
+            "\(call.name): no single known device is named or has the id \"\(text)\"; find it first with baton.find, or give host:port")
     }
 
     /// The `timeout` option of a request (seconds), or nil for the client's default (30 s).
