@@ -77,8 +77,9 @@ struct LaunchCommand: ParsableCommand {
         let launchData = try data.map { try MessageText.dictionary(fromJSON: $0, option: "--data", root: "data") } ?? [:]
         logging.bootstrap()
         let baton = client.makeClient(logging)
+        // A device that is not found says so on stderr; what the device answers prints on stdout.
         let output = FailureOutput(json: json, logging: logging, textOnStdout: true)
-        let address = try output.catching(client: baton) {
+        let address = try FailureOutput(json: json, logging: logging).catching(client: baton) {
             try DeviceArgument.resolve(device, client: baton, discovery: discovery, authorization: client.authorizationKind, timeout: client.timeout)
         }
         let launchRequest = LaunchRequest(uri: uri, appID: app, fallbackURI: fallback, preferredAppIDs: prefer, data: launchData)
