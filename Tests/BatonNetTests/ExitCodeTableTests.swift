@@ -63,6 +63,32 @@ struct ExitCodeTableTests {
         }
     }
 
+    @Test("a failed request returns its status, why in words (the provider's own error) and, last, its cause")
+    func luaReturnValues() async throws {
+        try await withAgent { agent in
+            let own = agent.address.description
+            let result = try await runBaton(["run", "--no-mdns", "-e", #"""
+                print(baton.launch("127.0.0.1:1", "media:x"))
+                print(baton.launch("\#(own)", "media:x", {app = "org.test.nope"}))
+                print(baton.appservice.send("\#(own)", "broken", {x = 1}, {package = "\#(Fixtures.services)"}))
+                print(baton.appservice.send("\#(own)", "echo", {x = 1}, {package = "org.test.nope"}))
+                local conn, status, detail, cause = baton.appservice.open("127.0.0.1:1", "echo", {package = "x"})
+                print(conn, status, cause)
+                print(select("#", baton.launch("\#(own)", "media:x", {app = "\#(Fixtures.player)"})))
+                """#])
+            #expect(result.code == 0, "\(result)")
+            let lines = result.stdout.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+            try #require(lines.count == 6, "\(result)")
+            #expect(lines[0].first == "remote_system_unavailable" && lines[0].last == "unreachable", "\(result)")
+            #expect(lines[1].first == "app_unavailable" && lines[1].last == "unavailable", "\(result)")
+            #expect(lines[2].count == 4 && lines[2][0] == "nil" && lines[2][1] == "failure", "\(result)")
+            #expect(lines[2][2].contains("the provider broke") && lines[2][3] == "failed", "the provider's error is the third value: \(result)")
+            #expect(lines[3][1] == "failure" && lines[3][2].hasPrefix("the channel did not open: app_not_installed") && lines[3][3] == "unavailable", "\(result)")
+            #expect(lines[4] == ["nil", "remote_system_unavailable", "unreachable"], "\(result)")
+            #expect(lines[5] == ["2"], "a launch that succeeds returns status and detail only: \(result)")
+        }
+    }
+
     /// The exit code, the one JSON object on stdout and the JSON error line on stderr.
     private func check(_ result: CLIResult, _ run: Run, _ kind: Kind, sourceLocation: SourceLocation = #_sourceLocation) {
         let expected = kind.errorClass
