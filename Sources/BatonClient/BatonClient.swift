@@ -214,7 +214,9 @@ public final class BatonClient: @unchecked Sendable {
                 case .unknown: .unknown
                 default: .failure
                 }
-                let detail = "the channel did not open: \(opened.status.rawValue)\(opened.detail.isEmpty ? "" : ": " + opened.detail)"
+                // The open's status when the reply's does not say it already.
+                let detail = replyStatus.rawValue == opened.status.rawValue
+                    ? opened.detail : "the channel did not open: \(opened.status.rawValue)\(opened.detail.isEmpty ? "" : ": " + opened.detail)"
                 return eventLoop.makeSucceededFuture(ServiceReply(status: replyStatus, detail: detail, cause: opened.cause))
             }
             return channel.send(message, deadline: deadline).always { _ in channel.close() }.map { reply in
