@@ -1,5 +1,6 @@
 import BatonClient
 import BatonCore
+import BatonNet
 import CLuaShim
 import NIOCore
 
@@ -102,9 +103,10 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
     /// `baton.find(x [, {timeout =, required =}])`: `"host:port"` asks that agent; a name or
     /// an id is looked for in the directory (mDNS and `--peer` devices) until found or the
     /// timeout: `nil, "not_found"`, or `nil, "ambiguous", detail` when several devices share the
-    /// name. With `required = true` those raise an error of class `not_found` instead (an
-    /// uncaught one ends the run with 68), and an address nobody answers at one of class
-    /// `unavailable` (69).
+    /// name; an address that does not answer as an agent of this account, `nil`, its status
+    /// (`remote_system_unavailable`, `denied_by_local_system`), why and its cause. With
+    /// `required = true` those raise an error instead: `not_found` (68) for a name, and for an
+    /// address the class of its cause (`unavailable` 69, `denied` 77, `timeout` 3).
     private func find(_ call: HostCall) throws -> HostResult {
         let target = try call.string(1)
         let runtime = call.runtime
@@ -139,22 +141,27 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
                 }
             }
         }
-        let found = try access.client.describe(DeviceTarget(address), timeout: timeout).map { Optional($0.0) }
+        let found = try access.client.describe(DeviceTarget(address), timeout: timeout)
+            .map { Result<DeviceInfo, BatonClientError>.success($0.0) }
             .flatMapErrorThrowing { error in
                 // An address that does not answer is a device unreachable, not one unknown; one
                 // of another account is denied: the class is the cause's, as for every command.
-                guard required else { return nil }
-                let cause = (error as? BatonClientError)?.cause ?? .unreachable
-                throw HostError.classed(cause.errorClass, "no agent of this account answers at \(target): \(error)")
+                let failure = error as? BatonClientError ?? .unreachable(ErrorWords.of(error))
+                guard required else { return .failure(failure) }
+                throw HostError.classed(failure.cause.errorClass, "no agent of this account answers at \(target): \(failure)")
             }
-        return try runtime.wait(call, for: found) { device, lua in
-            guard let device else {
+        return try runtime.wait(call, for: found) { result, lua in
+            switch result {
+            case .success(let device):
+                LuaDevice.push(device, address: address, on: lua, runtime: runtime)
+                return 1
+            case .failure(let failure):
                 lua.pushNil()
-                lua.push("not_found")
-                return 2
+                lua.push(BatonClient.launchStatus(failure.cause).rawValue)
+                lua.push(failure.detail)
+                lua.push(failure.cause.rawValue)
+                return 4
             }
-            LuaDevice.push(device, address: address, on: lua, runtime: runtime)
-            return 1
         }
     }
 

@@ -75,10 +75,11 @@ struct ExitCodeTableTests {
                 local conn, status, detail, cause = baton.appservice.open("127.0.0.1:1", "echo", {package = "x"})
                 print(conn, status, cause)
                 print(select("#", baton.launch("\#(own)", "media:x", {app = "\#(Fixtures.player)"})))
+                print(baton.find("127.0.0.1:1"))
                 """#])
             #expect(result.code == 0, "\(result)")
             let lines = result.stdout.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
-            try #require(lines.count == 6, "\(result)")
+            try #require(lines.count == 7, "\(result)")
             #expect(lines[0].first == "remote_system_unavailable" && lines[0].last == "unreachable", "\(result)")
             #expect(lines[1].first == "app_unavailable" && lines[1].last == "unavailable", "\(result)")
             #expect(lines[2].count == 4 && lines[2][0] == "nil" && lines[2][1] == "failure", "\(result)")
@@ -86,6 +87,7 @@ struct ExitCodeTableTests {
             #expect(lines[3][1] == "failure" && lines[3][2].hasPrefix("the channel did not open: app_not_installed") && lines[3][3] == "unavailable", "\(result)")
             #expect(lines[4] == ["nil", "remote_system_unavailable", "unreachable"], "\(result)")
             #expect(lines[5] == ["2"], "a launch that succeeds returns status and detail only: \(result)")
+            #expect(lines[6].first == "nil" && lines[6].dropFirst().first == "remote_system_unavailable" && lines[6].last == "unreachable", "\(result)")
         }
     }
 
