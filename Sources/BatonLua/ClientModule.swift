@@ -86,8 +86,8 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
         if let address = DeviceAddress(text) { return DeviceTarget(address) }
         if let known = access.knownDevice(text) { return known }
         // An unknown device, as for every command: not_found (68), not a script error.
-        throw HostError.classed(
-            FailureCause.notFound.errorClass,
+        throw HostError.caused(
+            .notFound,
             "\(call.name): no single known device is named or has the id \"\(text)\"; find it first with baton.find, or give host:port")
     }
 
@@ -120,8 +120,8 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
                 guard required else { return result }
                 switch result {
                 case .found: return result
-                case .notFound: throw HostError.classed(FailureCause.notFound.errorClass, "no device named or with the id \"\(target)\" was found")
-                case .ambiguous(let ids): throw HostError.classed(FailureCause.notFound.errorClass, ambiguity(ids))
+                case .notFound: throw HostError.caused(.notFound, "no device named or with the id \"\(target)\" was found")
+                case .ambiguous(let ids): throw HostError.caused(.notFound, ambiguity(ids))
                 }
             }
             return try runtime.wait(call, for: found) { result, lua in
@@ -148,7 +148,7 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
                 // of another account is denied: the class is the cause's, as for every command.
                 let failure = error as? BatonClientError ?? .unreachable(ErrorWords.of(error))
                 guard required else { return .failure(failure) }
-                throw HostError.classed(failure.cause.errorClass, "no agent of this account answers at \(target): \(failure)")
+                throw HostError.caused(failure.cause, "no agent of this account answers at \(target): \(failure)")
             }
         return try runtime.wait(call, for: found) { result, lua in
             switch result {

@@ -463,6 +463,9 @@ extension LuaRuntime {
             case .failure(HostError.classed(let errorClass, let message)):
                 if let traced = traced.value { traceCallEnd(traced, errorClass: errorClass, message: message) }
                 resume(s, raising: errorClass, message)
+            case .failure(HostError.caused(let cause, let message)):
+                if let traced = traced.value { traceCallEnd(traced, errorClass: cause.errorClass, message: message) }
+                resume(s, raising: cause.errorClass, message, cause: cause)
             case .failure(let error):
                 if let traced = traced.value { traceCallEnd(traced, errorClass: nil, message: String(describing: error)) }
                 resume(s, raising: String(describing: error))

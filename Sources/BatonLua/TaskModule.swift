@@ -297,6 +297,6 @@ extension TaskModule {
             return .values(1)
         }
         let cause = named ?? FailureCause(status: status) ?? .failed
-        throw HostError.classed(cause.errorClass, detail.isEmpty ? status : "\(status): \(detail)")
+        throw HostError.caused(cause, detail.isEmpty ? status : "\(status): \(detail)")
     }
 }

@@ -63,7 +63,7 @@ struct ExitCodeTableTests {
         }
     }
 
-    @Test("a failed request returns its status, why in words (the provider's own error) and, last, its cause")
+    @Test("a failed request returns its status, why in words (the provider's own error) and, last, its cause; baton.check raises err.class and err.cause")
     func luaReturnValues() async throws {
         try await withAgent { agent in
             let own = agent.address.description
@@ -76,10 +76,12 @@ struct ExitCodeTableTests {
                 print(conn, status, cause)
                 print(select("#", baton.launch("\#(own)", "media:x", {app = "\#(Fixtures.player)"})))
                 print(baton.find("127.0.0.1:1"))
+                local ok, err = pcall(baton.check, baton.launch("127.0.0.1:1", "media:x"))
+                print(ok, err.class, err.cause)
                 """#])
             #expect(result.code == 0, "\(result)")
             let lines = result.stdout.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
-            try #require(lines.count == 7, "\(result)")
+            try #require(lines.count == 8, "\(result)")
             #expect(lines[0].first == "remote_system_unavailable" && lines[0].last == "unreachable", "\(result)")
             #expect(lines[1].first == "app_unavailable" && lines[1].last == "unavailable", "\(result)")
             #expect(lines[2].count == 4 && lines[2][0] == "nil" && lines[2][1] == "failure", "\(result)")
@@ -88,6 +90,7 @@ struct ExitCodeTableTests {
             #expect(lines[4] == ["nil", "remote_system_unavailable", "unreachable"], "\(result)")
             #expect(lines[5] == ["2"], "a launch that succeeds returns status and detail only: \(result)")
             #expect(lines[6].first == "nil" && lines[6].dropFirst().first == "remote_system_unavailable" && lines[6].last == "unreachable", "\(result)")
+            #expect(lines[7] == ["false", "unavailable", "unreachable"], "err.class and err.cause: \(result)")
         }
     }
 
