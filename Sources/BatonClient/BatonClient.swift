@@ -128,26 +128,27 @@ public final class BatonClient: @unchecked Sendable {
 
     /// Launches `request` on `device`, waiting `timeout` at most (nil: ``Options/requestTimeout``):
     /// the status and, if not `success`, why (`unknown`, "timed out: ...", when it passes).
+    /// ``launchOutcome(_:on:timeout:)`` says why typed too.
     public func launch(_ request: LaunchRequest, on device: DeviceTarget, timeout: TimeAmount? = nil) -> EventLoopFuture<(LaunchStatus, String)> {
-        let deadline = deadline(timeout), timedOut = timedOut(timeout)
-        let launched = connection(to: device).flatMap { $0.launch(request, deadline: deadline) }.recover { error in
-            switch error as? PeerConnectionError {
-            case .timedOut?:
-                return (.unknown, timedOut)
-            case .tooLarge(let size, let limit)?:
-                return (.valueSetTooLarge, "the launch data is \(size) bytes, over the agent's limit of \(limit)")
-            case .untrustedPeer?:
-                return (.deniedByLocalSystem, Self.describe(error, device: device))
-            case .refusedByPeer?:
-                return (.deniedByRemoteSystem, Self.describe(error, device: device))
-            default:
-                return (.remoteSystemUnavailable, Self.describe(error, device: device))
-            }
-        }
-        return racing(launched, until: deadline) { (.unknown, timedOut) }
+        launchOutcome(request, on: device, timeout: timeout).map { ($0.status, $0.detail) }
     }
 
-    /// The device and its apps, waiting `timeout` at most; fails with ``BatonClientError``.
+    /// Launches `request` on `device`, waiting `timeout` at most (nil: ``Options/requestTimeout``):
+    /// the status, why in words and why typed (a launch that timed out is `unknown` with
+    /// cause `timed_out`).
+    public func launchOutcome(_ request: LaunchRequest, on device: DeviceTarget, timeout: TimeAmount? = nil) -> EventLoopFuture<RequestOutcome<LaunchStatus>> {
+        let deadline = deadline(timeout), timedOut = timedOut(timeout)
+        let launched = connection(to: device).flatMap { $0.launch(request, deadline: deadline) }.map { status, detail in
+            RequestOutcome(status, detail: detail)
+        }.recover { error in
+            let (cause, detail) = Self.failure(error, device: device, timedOut: timedOut)
+            return RequestOutcome(Self.launchStatus(cause), detail: detail, cause: cause)
+        }
+        return racing(launched, until: deadline) { RequestOutcome(.unknown, detail: timedOut, cause: .timedOut) }
+    }
+
+    /// The device and its apps, waiting `timeout` at most; fails with ``BatonClientError``
+    /// (whose ``BatonClientError/cause`` says why).
     public func describe(_ device: DeviceTarget, timeout: TimeAmount? = nil) -> EventLoopFuture<(DeviceInfo, [AppInfo])> {
         let deadline = deadline(timeout), timedOut = timedOut(timeout)
         let described = connection(to: device).flatMap { connection in
@@ -159,8 +160,8 @@ public final class BatonClient: @unchecked Sendable {
             }
             return .success((description.device, description.apps))
         }.recover { error in
-            if case .timedOut? = error as? PeerConnectionError { return .failure(.timedOut(timedOut)) }
-            return .failure(.unreachable(Self.describe(error, device: device)))
+            let (cause, detail) = Self.failure(error, device: device, timedOut: timedOut)
+            return .failure(BatonClientError(cause, detail))
         }
         return racing(described, until: deadline) { .failure(.timedOut(timedOut)) }.flatMapResult { $0 }
     }
@@ -170,47 +171,57 @@ public final class BatonClient: @unchecked Sendable {
     public func openService(
         _ service: String, app: String, on device: DeviceTarget, timeout: TimeAmount? = nil
     ) -> EventLoopFuture<(AppServiceConnection?, OpenStatus, String)> {
+        openServiceOutcome(service, app: app, on: device, timeout: timeout).map { ($0.0, $0.1.status, $0.1.detail) }
+    }
+
+    /// As ``openService(_:app:on:timeout:)``, with why typed: the connection on `success`,
+    /// and the outcome.
+    public func openServiceOutcome(
+        _ service: String, app: String, on device: DeviceTarget, timeout: TimeAmount? = nil
+    ) -> EventLoopFuture<(AppServiceConnection?, RequestOutcome<OpenStatus>)> {
         openService(service, app: app, on: device, deadline: deadline(timeout), timedOut: timedOut(timeout))
     }
 
     private func openService(
         _ service: String, app: String, on device: DeviceTarget, deadline: NIODeadline, timedOut: String
-    ) -> EventLoopFuture<(AppServiceConnection?, OpenStatus, String)> {
+    ) -> EventLoopFuture<(AppServiceConnection?, RequestOutcome<OpenStatus>)> {
         let opened = connection(to: device).flatMap { connection in
             let channel = AppServiceConnection(device: device, app: app, service: service, connection: connection)
-            return connection.open(service: service, app: app, handler: channel, deadline: deadline).map { id, status, detail in
-                guard let id else { return (nil, status, detail) }
+            return connection.open(service: service, app: app, handler: channel, deadline: deadline).map {
+                id, status, detail -> (AppServiceConnection?, RequestOutcome<OpenStatus>) in
+                guard let id else { return (nil, RequestOutcome(status, detail: detail)) }
                 channel.opened(id)
-                return (channel, .success, "")
+                return (channel, RequestOutcome(.success))
             }
-        }.recover { error -> (AppServiceConnection?, OpenStatus, String) in
-            switch error as? PeerConnectionError {
-            case .timedOut?: (nil, .unknown, timedOut)
-            case .untrustedPeer?, .refusedByPeer?: (nil, .notAuthorized, Self.describe(error, device: device))
-            default: (nil, .remoteSystemUnavailable, Self.describe(error, device: device))
-            }
+        }.recover { error -> (AppServiceConnection?, RequestOutcome<OpenStatus>) in
+            let (cause, detail) = Self.failure(error, device: device, timedOut: timedOut)
+            return (nil, RequestOutcome(Self.openStatus(cause), detail: detail, cause: cause))
         }
-        return racing(opened, until: deadline) { (nil, .unknown, timedOut) }
+        return racing(opened, until: deadline) { (nil, RequestOutcome(.unknown, detail: timedOut, cause: .timedOut)) }
     }
 
     /// Sends one message on a channel opened for it, then closes the channel; `timeout` (nil:
-    /// ``Options/requestTimeout``) covers the whole.
+    /// ``Options/requestTimeout``) covers the whole. A channel that did not open is a reply
+    /// whose cause is the open's (`refused` for an app this caller may not reach, ...).
     public func send(
         _ message: ValueDictionary, to service: String, app: String, on device: DeviceTarget, timeout: TimeAmount? = nil
     ) -> EventLoopFuture<ServiceReply> {
         let deadline = deadline(timeout), timedOut = timedOut(timeout)
-        return openService(service, app: app, on: device, deadline: deadline, timedOut: timedOut).flatMap { [self] channel, status, detail in
+        return openService(service, app: app, on: device, deadline: deadline, timedOut: timedOut).flatMap { [self] channel, opened in
             guard let channel else {
-                let replyStatus: ResponseStatus = switch status {
+                let replyStatus: ResponseStatus = switch opened.status {
                 case .remoteSystemUnavailable: .remoteSystemUnavailable
                 case .unknown: .unknown
                 default: .failure
                 }
-                return eventLoop.makeSucceededFuture(ServiceReply(status: replyStatus, detail: "open: \(status.rawValue)\(detail.isEmpty ? "" : ": " + detail)"))
+                // The open's status when the reply's does not say it already.
+                let detail = replyStatus.rawValue == opened.status.rawValue
+                    ? opened.detail : "the channel did not open: \(opened.status.rawValue)\(opened.detail.isEmpty ? "" : ": " + opened.detail)"
+                return eventLoop.makeSucceededFuture(ServiceReply(status: replyStatus, detail: detail, cause: opened.cause))
             }
             return channel.send(message, deadline: deadline).always { _ in channel.close() }.map { reply in
                 // The wait the caller gave, not what was left of it once the channel was open.
-                reply.status == .unknown && reply.detail.hasPrefix("timed out") ? ServiceReply(status: .unknown, detail: timedOut) : reply
+                reply.cause == .timedOut ? ServiceReply(status: .unknown, detail: timedOut, cause: .timedOut) : reply
             }
         }
     }
@@ -225,32 +236,65 @@ public final class BatonClient: @unchecked Sendable {
         }
     }
 
+    /// Why a request to `device` that met `error` failed: its cause, and the words for it
+    /// (`timedOut` when it is a timeout). The one place connection errors become causes.
+    static func failure(_ error: any Error, device: some CustomStringConvertible, timedOut: String) -> (FailureCause, String) {
+        if let clientError = error as? BatonClientError { return (clientError.cause, clientError.detail) }
+        let cause = (error as? PeerConnectionError)?.cause ?? .unreachable
+        switch error as? PeerConnectionError {
+        case .timedOut?: return (cause, timedOut)
+        case .tooLarge(let size, let limit)?: return (cause, "the request is \(size) bytes, over the agent's limit of \(limit)")
+        default: return (cause, describe(error, device: device))
+        }
+    }
+
+    /// The launch status a request that failed for `cause` answers with.
+    public static func launchStatus(_ cause: FailureCause) -> LaunchStatus {
+        switch cause {
+        case .timedOut: .unknown
+        case .tooLarge: .valueSetTooLarge
+        case .denied: .deniedByLocalSystem
+        case .refused: .deniedByRemoteSystem
+        default: .remoteSystemUnavailable
+        }
+    }
+
+    /// The open status a request that failed for `cause` answers with.
+    static func openStatus(_ cause: FailureCause) -> OpenStatus {
+        switch cause {
+        case .timedOut: .unknown
+        case .denied, .refused: .notAuthorized
+        default: .remoteSystemUnavailable
+        }
+    }
+
     /// Why `device` could not be reached, in a person's words.
     static func describe(_ error: any Error, device: some CustomStringConvertible) -> String {
-        if case ChannelError.connectTimeout = error { return "\(device): no answer within the connect timeout" }
-        if let failure = error as? NIOConnectionError {
-            if failure.connectionErrors.isEmpty { return "\(device): cannot resolve \(failure.host)" }
-            let causes = failure.connectionErrors.map { attempt -> String in
-                if let io = attempt.error as? IOError, io.errnoCode == ECONNREFUSED { return "connection refused (is an agent listening there?)" }
-                return "\(attempt.error)"
-            }
-            return "\(device): \(Set(causes).sorted().joined(separator: "; "))"
-        }
-        return "\(device): \(error)"
+        "\(device): \(ErrorWords.of(error))"
     }
 }
 
-/// Why a client call that has no status of its own failed.
-public enum BatonClientError: Error, Sendable, CustomStringConvertible {
-    /// The device could not be reached, or would not answer.
-    case unreachable(String)
-    /// No answer came within the call's timeout.
-    case timedOut(String)
+/// Why a client call that has no status of its own (describe) failed: its cause and why in
+/// words.
+public struct BatonClientError: Error, Sendable, CustomStringConvertible {
+    /// Why, typed.
+    public let cause: FailureCause
+    /// Why, in words.
+    public let detail: String
 
+    public init(_ cause: FailureCause, _ detail: String) {
+        self.cause = cause
+        self.detail = detail
+    }
+
+    /// The device could not be reached, or would not answer.
+    public static func unreachable(_ why: String) -> BatonClientError { BatonClientError(.unreachable, why) }
+    /// No answer came within the call's timeout.
+    public static func timedOut(_ why: String) -> BatonClientError { BatonClientError(.timedOut, why) }
+
+    /// The status a launch would have had, then why: `remote_system_unavailable: ...`,
+    /// `denied_by_local_system: ...`; a timeout says only why.
     public var description: String {
-        switch self {
-        case .unreachable(let why): "remote_system_unavailable: \(why)"
-        case .timedOut(let why): why
-        }
+        cause == .timedOut ? detail : "\(BatonClient.launchStatus(cause).rawValue): \(detail)"
     }
 }

@@ -64,6 +64,8 @@ final class HandoffRun: @unchecked Sendable {
         let status: HandoffStatus
         let detail: String
         var deviceStatus: String? = nil
+        /// Why, typed, when a device's failure is known; else what `status` stands for.
+        var cause: FailureCause? = nil
     }
 
     func run() async -> HandoffReport {
@@ -74,11 +76,13 @@ final class HandoffRun: @unchecked Sendable {
             report.status = stop.status
             report.detail = stop.detail
             report.deviceStatus = stop.deviceStatus
+            report.cause = stop.cause ?? stop.status.impliedCause
             await rollBack()
         } catch {
             phase(nil)
             report.status = .targetFailed
             report.detail = "\(error)"
+            report.cause = .failed
             await rollBack()
         }
         source?.channel.close()
@@ -149,23 +153,26 @@ final class HandoffRun: @unchecked Sendable {
             return .success((info, app.id))
         } catch let stop as Stop {
             return .failure(stop)
-        } catch BatonClientError.timedOut(let why) {
-            return .failure(Stop(status: .timeout, detail: "the \(role) did not answer: \(why)"))
+        } catch let error as BatonClientError where error.cause == .timedOut {
+            return .failure(Stop(status: .timeout, detail: "the \(role) did not answer: \(error.detail)", cause: .timedOut))
+        } catch let error as BatonClientError {
+            let status = BatonClient.launchStatus(error.cause).rawValue
+            return .failure(Stop(status: unavailable, detail: "the \(role): \(error)", deviceStatus: status, cause: error.cause))
         } catch {
-            return .failure(Stop(status: unavailable, detail: "the \(role): \(error)", deviceStatus: LaunchStatus.remoteSystemUnavailable.rawValue))
+            return .failure(Stop(status: unavailable, detail: "the \(role): \(error)", deviceStatus: LaunchStatus.remoteSystemUnavailable.rawValue, cause: .unreachable))
         }
     }
 
     private func open(_ sourceApp: String, _ targetApp: String) async throws -> (PlaybackPeer, PlaybackPeer) {
         let wait = try remaining()
-        async let s = client.openService(PlaybackCommand.service, app: sourceApp, on: sourceDevice, timeout: wait).get()
-        async let t = client.openService(PlaybackCommand.service, app: targetApp, on: targetDevice, timeout: wait).get()
+        async let s = client.openServiceOutcome(PlaybackCommand.service, app: sourceApp, on: sourceDevice, timeout: wait).get()
+        async let t = client.openServiceOutcome(PlaybackCommand.service, app: targetApp, on: targetDevice, timeout: wait).get()
         let (opened, targetOpened) = try await (s, t)
         // Keep whichever opened, so that run() closes it.
         source = opened.0.map { PlaybackPeer(role: "source", channel: $0) }
         target = targetOpened.0.map { PlaybackPeer(role: "target", channel: $0) }
-        guard let source else { throw stop(opened.1.rawValue, opened.2, who: "the source's \(sourceApp)", otherwise: .sourceUnavailable) }
-        guard let target else { throw stop(targetOpened.1.rawValue, targetOpened.2, who: "the target's \(targetApp)", otherwise: .targetUnavailable) }
+        guard let source else { throw stop(opened.1, who: "the source's \(sourceApp)", otherwise: .sourceUnavailable) }
+        guard let target else { throw stop(targetOpened.1, who: "the target's \(targetApp)", otherwise: .targetUnavailable) }
         return (source, target)
     }
 
@@ -211,17 +218,18 @@ final class HandoffRun: @unchecked Sendable {
             peer.learn(at: state.at, sent: sent, received: received)
             return state
         case .failed(let failure):
-            throw Stop(status: unavailable, detail: "the \(peer.role)'s player: \(failure)")
-        case .unanswered(let status, let detail):
-            throw stop(status.rawValue, detail, who: "the \(peer.role)", otherwise: unavailable)
+            throw Stop(status: unavailable, detail: "the \(peer.role)'s player: \(failure)", cause: FailureCause(failure))
+        case .unanswered(let reply):
+            throw stop(RequestOutcome(reply.status, detail: reply.detail, cause: reply.cause), who: "the \(peer.role)", otherwise: unavailable)
         }
     }
 
-    /// A request to `who` that got no answer but `status` (a Rome status): `timeout` when it
-    /// timed out, else `otherwise`, with the status underneath.
-    private func stop(_ status: String, _ detail: String, who: String, otherwise: HandoffStatus) -> Stop {
-        if ErrorClass(status: status, detail: detail) == .timeout { return Stop(status: .timeout, detail: "\(who): \(detail)") }
-        return Stop(status: otherwise, detail: "\(who): \(status)\(detail.isEmpty ? "" : ": " + detail)", deviceStatus: status)
+    /// A request to `who` that got no answer but `outcome` (a Rome status, and why): `timeout`
+    /// when it timed out, else `otherwise`, with the status and its cause underneath.
+    private func stop<Status: CausedStatus>(_ outcome: RequestOutcome<Status>, who: String, otherwise: HandoffStatus) -> Stop {
+        let (status, detail) = (outcome.status.rawValue, outcome.detail)
+        if outcome.cause == .timedOut { return Stop(status: .timeout, detail: "\(who): \(detail)", cause: .timedOut) }
+        return Stop(status: otherwise, detail: "\(who): \(status)\(detail.isEmpty ? "" : ": " + detail)", deviceStatus: status, cause: outcome.cause)
     }
 
     /// What the target is asked to play: the source's queue and entry, from where the source
@@ -256,9 +264,9 @@ final class HandoffRun: @unchecked Sendable {
             targetTouched = false
             throw Stop(status: .mediaUnavailable, detail: "the target cannot open \(request.uri): \(why)")
         case .failed(let failure):
-            throw Stop(status: .targetFailed, detail: "the target did not play \(request.uri): \(failure)")
-        case .unanswered(let status, let detail):
-            throw stop(status.rawValue, detail, who: "the target", otherwise: .targetFailed)
+            throw Stop(status: .targetFailed, detail: "the target did not play \(request.uri): \(failure)", cause: FailureCause(failure))
+        case .unanswered(let reply):
+            throw stop(RequestOutcome(reply.status, detail: reply.detail, cause: reply.cause), who: "the target", otherwise: .targetFailed)
         }
     }
 
@@ -285,9 +293,9 @@ final class HandoffRun: @unchecked Sendable {
             case .reply(let message, let sent, let received):
                 if let after = PlaybackState(message: message) { target.learn(at: after.at, sent: sent, received: received) }
             case .failed(let failure):
-                throw Stop(status: .targetFailed, detail: "the target was \(String(format: "%.3f", error)) s off and would not seek: \(failure)")
-            case .unanswered(let status, let detail):
-                throw stop(status.rawValue, detail, who: "the target", otherwise: .targetFailed)
+                throw Stop(status: .targetFailed, detail: "the target was \(String(format: "%.3f", error)) s off and would not seek: \(failure)", cause: FailureCause(failure))
+            case .unanswered(let reply):
+                throw stop(RequestOutcome(reply.status, detail: reply.detail, cause: reply.cause), who: "the target", otherwise: .targetFailed)
             }
             (line, now) = try await self.line(of: target, from: nil, unavailable: .targetFailed)
             error = try offset(of: line, now, from: sourceLine, state: state)
@@ -370,7 +378,7 @@ final class HandoffRun: @unchecked Sendable {
         } catch let stop as Stop {
             // The target plays: nothing is rolled back, the report says both play.
             targetTouched = false
-            throw Stop(status: .sourceStopFailed, detail: "the target plays, but the source did not \(letGo == .stop ? "stop" : "pause"): \(stop.detail)", deviceStatus: stop.deviceStatus)
+            throw Stop(status: .sourceStopFailed, detail: "the target plays, but the source did not \(letGo == .stop ? "stop" : "pause"): \(stop.detail)", deviceStatus: stop.deviceStatus, cause: stop.cause)
         }
         // Both replies on one clock: how long both played (the target unmuted before the source paused).
         let sourceAt = source.local(sourceState.at)

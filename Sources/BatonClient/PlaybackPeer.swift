@@ -23,8 +23,9 @@ final class PlaybackPeer: @unchecked Sendable {
         case reply(ValueDictionary, sent: Date, received: Date)
         /// The service said the player failed (`error` in the reply).
         case failed(PlaybackFailure)
-        /// The request got no reply: its response status and why.
-        case unanswered(ResponseStatus, String)
+        /// The request got no reply: the reply that took its place (its status, why in
+        /// words, and why typed).
+        case unanswered(ServiceReply)
     }
 
     /// Sends `command`, waiting `timeout` at most.
@@ -33,7 +34,7 @@ final class PlaybackPeer: @unchecked Sendable {
         let reply = await channel.send(command.message, timeout: timeout)
         let received = Date()
         guard reply.status == .success, let message = reply.message else {
-            return .unanswered(reply.status, reply.detail)
+            return .unanswered(reply)
         }
         if let failure = PlaybackFailure(message: message) { return .failed(failure) }
         return .reply(message, sent: sent, received: received)

@@ -31,28 +31,4 @@ public enum ErrorClass: String, Sendable, CaseIterable {
         case .denied: 77
         }
     }
-
-    /// The class of a status Baton answers with (launch, open, response, handoff statuses, and
-    /// `not_found`/`ambiguous` from finding a device); nil for `success`. `detail` tells an
-    /// `unknown` that timed out from other `unknown`s.
-    public init?(status: String, detail: String = "") {
-        switch status {
-        case "success":
-            return nil
-        case "remote_system_unavailable", "app_unavailable", "app_not_installed", "app_service_unavailable",
-             "protocol_unavailable", "remote_system_not_supported_by_app", "app_service_connection_closed",
-             "resource_limits_exceeded", "source_unavailable", "target_unavailable", "media_unavailable":
-            self = .unavailable
-        case "denied_by_local_system", "denied_by_remote_system", "not_authorized":
-            self = .denied
-        case "not_found", "ambiguous":
-            self = .notFound
-        case "timeout":
-            self = .timeout
-        case "unknown" where detail.hasPrefix("timed out"):
-            self = .timeout
-        default:
-            self = .script
-        }
-    }
 }

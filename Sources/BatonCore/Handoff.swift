@@ -77,6 +77,9 @@ public struct HandoffReport: Sendable, Equatable {
     /// The Rome status underneath, when a request to a device ended in one
     /// (`remote_system_unavailable`, `app_not_installed`, ...).
     public var deviceStatus: String?
+    /// Why, typed, when not `success` (`denied` for a device of another account, `timed_out`,
+    /// ...): what decides the class and the exit code. Nil: what ``status`` stands for.
+    public var cause: FailureCause?
     /// What was handed off.
     public var uri: String?
     /// Where the source was when it was let go, and where the target was at that instant
@@ -115,6 +118,9 @@ public struct HandoffReport: Sendable, Equatable {
         self.detail = detail
     }
 
+    /// Why the handoff failed: ``cause``, else what the status stands for; nil for `success`.
+    public var failureCause: FailureCause? { status == .success ? nil : cause ?? status.impliedCause }
+
     public static func == (a: HandoffReport, b: HandoffReport) -> Bool { a.message == b.message }
 
     /// The report as a message (and JSON): snake-case fields, absent when unknown; `phases`
@@ -127,6 +133,10 @@ public struct HandoffReport: Sendable, Equatable {
         ]
         if !detail.isEmpty { message["detail"] = .string(detail) }
         if let deviceStatus { message["device_status"] = .string(deviceStatus) }
+        if let cause = failureCause {
+            message["cause"] = .string(cause.rawValue)
+            message["class"] = .string(cause.errorClass.rawValue)
+        }
         if let uri { message["uri"] = .string(uri) }
         if let positionAtSource { message["position_at_source"] = .double(positionAtSource) }
         if let positionAtTarget { message["position_at_target"] = .double(positionAtTarget) }
@@ -142,6 +152,7 @@ public struct HandoffReport: Sendable, Equatable {
         guard let text = message.string("status"), let status = HandoffStatus(rawValue: text) else { return nil }
         self.init(status: status, detail: message.string("detail") ?? "")
         deviceStatus = message.string("device_status")
+        cause = message.string("cause").flatMap(FailureCause.init(rawValue:))
         uri = message.string("uri")
         positionAtSource = message.number("position_at_source")
         positionAtTarget = message.number("position_at_target")

@@ -1,5 +1,6 @@
 import BatonClient
 import BatonCore
+import BatonNet
 import CLuaShim
 import NIOCore
 
@@ -8,6 +9,13 @@ import NIOCore
 /// Owns the channels the script opened (each keeps the run alive until it closes; a task's
 /// close when it is cancelled). Shares the client and directory with ``DiscoveryModule``
 /// through a ``DeviceAccess``.
+///
+/// What a request returns, in every function here: on success its result and `success`; on
+/// failure, nil (where there is a result), the Rome status, why in words (for people, never
+/// to parse: the provider's own error message when its handler raised one) and, last, the
+/// cause (`timed_out`, `unreachable`, `denied`, `refused`, `unavailable`, ...: a
+/// ``FailureCause``). `baton.check(status, detail, cause)` raises the class the cause maps
+/// to, the same class and exit code the commands end with for that failure.
 public final class ClientModule: LuaModule, @unchecked Sendable {
     /// The client and directory it reaches devices through.
     public let access: DeviceAccess
@@ -77,7 +85,10 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
         }
         if let address = DeviceAddress(text) { return DeviceTarget(address) }
         if let known = access.knownDevice(text) { return known }
-        throw call.argumentError(position, "no single known device is named or has the id \"\(text)\"; find it first with baton.find, or give host:port")
+        // An unknown device, as for every command: not_found (68), not a script error.
+        throw HostError.caused(
+            .notFound,
+            "\(call.name): no single known device is named or has the id \"\(text)\"; find it first with baton.find, or give host:port")
     }
 
     /// The `timeout` option of a request (seconds), or nil for the client's default (30 s).
@@ -92,9 +103,10 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
     /// `baton.find(x [, {timeout =, required =}])`: `"host:port"` asks that agent; a name or
     /// an id is looked for in the directory (mDNS and `--peer` devices) until found or the
     /// timeout: `nil, "not_found"`, or `nil, "ambiguous", detail` when several devices share the
-    /// name. With `required = true` those raise an error of class `not_found` instead (an
-    /// uncaught one ends the run with 68), and an address nobody answers at one of class
-    /// `unavailable` (69).
+    /// name; an address that does not answer as an agent of this account, `nil`, its status
+    /// (`remote_system_unavailable`, `denied_by_local_system`), why and its cause. With
+    /// `required = true` those raise an error instead: `not_found` (68) for a name, and for an
+    /// address the class of its cause (`unavailable` 69, `denied` 77, `timeout` 3).
     private func find(_ call: HostCall) throws -> HostResult {
         let target = try call.string(1)
         let runtime = call.runtime
@@ -108,8 +120,8 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
                 guard required else { return result }
                 switch result {
                 case .found: return result
-                case .notFound: throw HostError.classed(.notFound, "no device named or with the id \"\(target)\" was found")
-                case .ambiguous(let ids): throw HostError.classed(.notFound, ambiguity(ids))
+                case .notFound: throw HostError.caused(.notFound, "no device named or with the id \"\(target)\" was found")
+                case .ambiguous(let ids): throw HostError.caused(.notFound, ambiguity(ids))
                 }
             }
             return try runtime.wait(call, for: found) { result, lua in
@@ -129,20 +141,27 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
                 }
             }
         }
-        let found = try access.client.describe(DeviceTarget(address), timeout: timeout).map { Optional($0.0) }.recover { _ in nil }
-            .flatMapThrowing { device in
-                // An address that does not answer is a device unreachable, not one unknown.
-                if required, device == nil { throw HostError.classed(.unavailable, "no agent of this account answers at \(target)") }
-                return device
+        let found = try access.client.describe(DeviceTarget(address), timeout: timeout)
+            .map { Result<DeviceInfo, BatonClientError>.success($0.0) }
+            .flatMapErrorThrowing { error in
+                // An address that does not answer is a device unreachable, not one unknown; one
+                // of another account is denied: the class is the cause's, as for every command.
+                let failure = error as? BatonClientError ?? .unreachable(ErrorWords.of(error))
+                guard required else { return .failure(failure) }
+                throw HostError.caused(failure.cause, "no agent of this account answers at \(target): \(failure)")
             }
-        return try runtime.wait(call, for: found) { device, lua in
-            guard let device else {
+        return try runtime.wait(call, for: found) { result, lua in
+            switch result {
+            case .success(let device):
+                LuaDevice.push(device, address: address, on: lua, runtime: runtime)
+                return 1
+            case .failure(let failure):
                 lua.pushNil()
-                lua.push("not_found")
-                return 2
+                lua.push(BatonClient.launchStatus(failure.cause).rawValue)
+                lua.push(failure.detail)
+                lua.push(failure.cause.rawValue)
+                return 4
             }
-            LuaDevice.push(device, address: address, on: lua, runtime: runtime)
-            return 1
         }
     }
 
@@ -156,12 +175,18 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
             try options.check(allowed: ["timeout"])
             timeout = try Self.requestTimeout(options)
         }
-        let described = try access.client.describe(device, timeout: timeout).map { Optional($0.1) }.recover { _ in nil }
-        return try runtime.wait(call, for: described) { apps, lua in
-            guard let apps else {
+        let described = try access.client.describe(device, timeout: timeout).map { Result<[AppInfo], BatonClientError>.success($0.1) }
+            .recover { error in .failure(error as? BatonClientError ?? .unreachable("\(error)")) }
+        return try runtime.wait(call, for: described) { result, lua in
+            let apps: [AppInfo]
+            switch result {
+            case .success(let found): apps = found
+            case .failure(let error):
                 lua.pushNil()
-                lua.push(LaunchStatus.remoteSystemUnavailable.rawValue)
-                return 2
+                lua.push(BatonClient.launchStatus(error.cause).rawValue)
+                lua.push(error.detail)
+                lua.push(error.cause.rawValue)
+                return 4
             }
             lua.newTable(arrayCount: Int32(apps.count))
             for (i, app) in apps.enumerated() {
@@ -180,7 +205,8 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
     // MARK: launching
 
     /// `baton.launch(device, uri [, {app=, fallback=, prefer={}, data={}, timeout=}])` →
-    /// status, detail.
+    /// status, detail, and when it failed its cause (`timed_out`, `denied`, ...: see
+    /// ``FailureCause``), which `baton.check` takes as its third argument.
     private func launch(_ call: HostCall) throws -> HostResult {
         let device = try deviceTarget(call, 1)
         var request = LaunchRequest(uri: try call.string(2))
@@ -197,36 +223,45 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
         } else if !call.isNoneOrNil(3) {
             throw call.argumentError(3, "options table expected, got \(lua.typeName(at: 3))")
         }
-        return try call.runtime.wait(call, for: access.client.launch(request, on: device, timeout: timeout)) { result, lua in
-            lua.push(result.0.rawValue)
-            lua.push(result.1)
-            return 2
+        return try call.runtime.wait(call, for: access.client.launchOutcome(request, on: device, timeout: timeout)) { outcome, lua in
+            lua.push(outcome.status.rawValue)
+            lua.push(outcome.detail)
+            guard let cause = outcome.cause else { return 2 }
+            lua.push(cause.rawValue)
+            return 3
         }
     }
 
     // MARK: app services
 
-    /// `baton.appservice.open(device, service, {package = app, timeout =})` → conn, status.
+    /// `baton.appservice.open(device, service, {package = app, timeout =})` → conn, status; or
+    /// nil, status, detail, cause.
     private func openService(_ call: HostCall) throws -> HostResult {
         let device = try deviceTarget(call, 1)
         let service = try call.string(2)
         let (app, timeout) = try packageOption(call, 3)
         let owner = call.runtime.currentTaskID
-        return try call.runtime.wait(call, for: access.client.openService(service, app: app, on: device, timeout: timeout)) { [self] result, lua in
-            let (channel, status, detail) = result
+        return try call.runtime.wait(call, for: access.client.openServiceOutcome(service, app: app, on: device, timeout: timeout)) { [self] result, lua in
+            let (channel, outcome) = result
             guard let channel else {
                 lua.pushNil()
-                lua.push(status.rawValue)
-                lua.push(detail)
-                return 3
+                lua.push(outcome.status.rawValue)
+                lua.push(outcome.detail)
+                guard let cause = outcome.cause else { return 3 }
+                lua.push(cause.rawValue)
+                return 4
             }
             pushConnection(channel, owner: owner, on: lua, runtime: call.runtime)
-            lua.push(status.rawValue)
+            lua.push(outcome.status.rawValue)
             return 2
         }
     }
 
-    /// `baton.appservice.send(device, service, msg, {package = app, timeout =})` → reply, status.
+    /// `baton.appservice.send(device, service, msg, {package = app, timeout =})` → reply,
+    /// status, detail: the reply message and `success`; or nil, the status, why in words (the
+    /// provider's own error message when its handler raised one, "the channel did not open:
+    /// app_not_installed: ..." when the channel did not open) and the cause (see
+    /// ``LuaRuntime/pushReply(_:on:)``).
     private func sendOnce(_ call: HostCall) throws -> HostResult {
         let device = try deviceTarget(call, 1)
         let service = try call.string(2)

@@ -11,6 +11,9 @@ public enum HostError: Error, Sendable {
     /// its message with the caller's position prefixed. A future a host function waits for
     /// may fail with it too.
     case classed(ErrorClass, String)
+    /// As ``classed(_:_:)``, for a request that failed for `cause`: the class is the one the
+    /// cause maps to (``FailureCause/errorClass``), and `err.cause` names the cause too.
+    case caused(FailureCause, String)
 
     /// Lua's argument error: `bad argument #2 to 'baton.sleep' (number expected, got string)`.
     public static func argument(_ position: Int, _ function: String, _ detail: String) -> HostError {

@@ -74,6 +74,9 @@ private func dispatchHostCall(_ L: OpaquePointer?, _ box: UnsafeMutableRawPointe
         case .classed(let errorClass, let text):
             box.runtime.pushError(errorClass, message: LuaRuntime.position(on: lua) + text, on: lua)
             return BATON_RAISE
+        case .caused(let cause, let text):
+            box.runtime.pushError(cause.errorClass, message: LuaRuntime.position(on: lua) + text, cause: cause, on: lua)
+            return BATON_RAISE
         }
     } catch {
         lua.push(String(describing: error))

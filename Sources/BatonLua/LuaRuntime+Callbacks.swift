@@ -69,7 +69,9 @@ extension LuaRuntime {
         }
         lua.push(reply.status.rawValue)
         lua.push(reply.detail)
-        return 3
+        guard let cause = reply.failureCause else { return 3 }
+        lua.push(cause.rawValue)
+        return 4
     }
 
     /// The message table at argument `position`: a dictionary, or a Lua error naming the path.

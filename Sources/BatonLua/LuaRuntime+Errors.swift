@@ -22,11 +22,16 @@ extension LuaRuntime {
     }
 
     /// Pushes an error of `errorClass`: a table `{class = "not_found", message = "script.lua:3: ..."}`
-    /// whose `tostring` is the message, so it prints like any error and `err.class` says which.
-    public func pushError(_ errorClass: ErrorClass, message: String, on lua: LuaState) {
+    /// whose `tostring` is the message, so it prints like any error and `err.class` says which;
+    /// `err.cause` too when a request failed for `cause` (`denied`, `not_answering`, ...).
+    public func pushError(_ errorClass: ErrorClass, message: String, cause: FailureCause? = nil, on lua: LuaState) {
         lua.newTable()
         lua.push(errorClass.rawValue)
         lua.rawSet(-2, field: "class")
+        if let cause {
+            lua.push(cause.rawValue)
+            lua.rawSet(-2, field: "cause")
+        }
         lua.push(message)
         lua.rawSet(-2, field: "message")
         lua.pushRef(metatables.errorRef)
@@ -63,10 +68,10 @@ extension LuaRuntime {
     }
 
     /// Resumes by raising an error of `errorClass` at the call site (`script.lua:3: message`).
-    public func resume(_ suspension: Suspension, raising errorClass: ErrorClass, _ message: String) {
+    public func resume(_ suspension: Suspension, raising errorClass: ErrorClass, _ message: String, cause: FailureCause? = nil) {
         resume(suspension) { [self] lua in
             lua.push(false)
-            pushError(errorClass, message: Self.position(on: lua) + message, on: lua)
+            pushError(errorClass, message: Self.position(on: lua) + message, cause: cause, on: lua)
             return 2
         }
     }

@@ -242,6 +242,7 @@ extension LuaRuntime {
             : classedMessage(at: -1, on: task.thread) ?? task.thread.describe(at: -1)
         var failure = ScriptFailure(message: message, traceback: traceback, context: task.context)
         failure.isTimeout = pastDeadline
+        failure.errorClass = pastDeadline ? .timeout : errorClass(at: -1, on: task.thread)
         options.trace?.error(task: task, message: message, errorClass: errorClass(at: -1, on: task.thread)?.rawValue, traceback: traceback)
         options.reportFailure(failure)
         return failure
@@ -462,6 +463,9 @@ extension LuaRuntime {
             case .failure(HostError.classed(let errorClass, let message)):
                 if let traced = traced.value { traceCallEnd(traced, errorClass: errorClass, message: message) }
                 resume(s, raising: errorClass, message)
+            case .failure(HostError.caused(let cause, let message)):
+                if let traced = traced.value { traceCallEnd(traced, errorClass: cause.errorClass, message: message) }
+                resume(s, raising: cause.errorClass, message, cause: cause)
             case .failure(let error):
                 if let traced = traced.value { traceCallEnd(traced, errorClass: nil, message: String(describing: error)) }
                 resume(s, raising: String(describing: error))

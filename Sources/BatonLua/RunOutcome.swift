@@ -62,6 +62,9 @@ public struct ScriptFailure: Error, Sendable, Equatable {
     /// Whether the code was stopped at its task's deadline (a provider or launch function that
     /// ran past its request's): the message then says it timed out.
     public var isTimeout: Bool
+    /// The error's class when it had one (`baton.check`, `baton.find` with `required`, ...):
+    /// what JSON log lines say as `class`.
+    public var errorClass: ErrorClass?
 
     /// A failure as the user should see it; `isCancellation` for a task that was cancelled,
     /// `isTimeout` for one stopped at its deadline.

@@ -269,18 +269,34 @@ extension TaskModule {
         throw HostError.classed(errorClass, message)
     }
 
-    /// `baton.check(status [, detail])`: returns `status` when it is `success` (what
-    /// `baton.launch` and `conn:send` answer with), else raises an error of the status's class
-    /// (`remote_system_unavailable` is `unavailable`, `denied_by_remote_system` is `denied`,
-    /// ...) saying `status: detail`. So `baton.check(baton.launch(tv, uri))` is a launch that
-    /// ends the run with 69 when the TV is off.
+    /// `baton.check(status [, detail [, cause]])`: returns `status` when it is `success`
+    /// (what `baton.launch` and `conn:send` answer with; `baton.handoff`'s report in place
+    /// of the detail gives its detail and cause), else raises an error of the class
+    /// its cause maps to, saying `status: detail`. The cause is the one the request returned
+    /// after its detail (`timed_out`, `denied`, `unreachable`, ...: ``FailureCause``), else
+    /// what the status stands for (`remote_system_unavailable` is unreachable, so
+    /// `unavailable`; `denied_by_remote_system` is `denied`, ...). So
+    /// `baton.check(baton.launch(tv, uri))` is a launch that ends the run with 69 when the TV
+    /// is off, and with 3 when it timed out.
     fileprivate static func check(_ call: HostCall) throws -> HostResult {
         let status = try call.string(1)
-        let detail = call.lua.type(at: 2) == .string ? call.lua.toString(at: 2) ?? "" : ""
-        guard let errorClass = ErrorClass(status: status, detail: detail) else {
+        let lua = call.lua
+        var detail = lua.type(at: 2) == .string ? lua.toString(at: 2) ?? "" : ""
+        var named = lua.type(at: 3) == .string ? lua.toString(at: 3).flatMap(FailureCause.init(rawValue:)) : nil
+        if lua.type(at: 2) == .table {
+            // `baton.check(baton.handoff(...))`: the report says why.
+            lua.rawGet(2, field: "detail")
+            detail = lua.type(at: -1) == .string ? lua.toString(at: -1) ?? "" : ""
+            lua.pop()
+            lua.rawGet(2, field: "cause")
+            named = lua.type(at: -1) == .string ? lua.toString(at: -1).flatMap(FailureCause.init(rawValue:)) : nil
+            lua.pop()
+        }
+        guard status != "success" else {
             call.lua.pushValue(at: 1)
             return .values(1)
         }
-        throw HostError.classed(errorClass, detail.isEmpty ? status : "\(status): \(detail)")
+        let cause = named ?? FailureCause(status: status) ?? .failed
+        throw HostError.caused(cause, detail.isEmpty ? status : "\(status): \(detail)")
     }
 }

@@ -144,11 +144,11 @@ extension ServiceReply {
         case .success(let frame):
             self.init(status: .unknown, detail: "the peer answered with \(frame)")
         case .failure(.tooLarge(let size, let limit)):
-            self.init(status: .messageSizeTooLarge, detail: "the message is \(size) bytes, over the agent's limit of \(limit)")
+            self.init(status: .messageSizeTooLarge, detail: "the message is \(size) bytes, over the agent's limit of \(limit)", cause: .tooLarge)
         case .failure(.timedOut(let detail)):
-            self.init(status: .unknown, detail: detail)
+            self.init(status: .unknown, detail: detail, cause: .timedOut)
         case .failure(let error):
-            self.init(status: .remoteSystemUnavailable, detail: "\(error)")
+            self.init(status: .remoteSystemUnavailable, detail: "\(error)", cause: error.cause)
         }
     }
 }

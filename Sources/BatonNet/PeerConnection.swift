@@ -234,7 +234,7 @@ public final class PeerConnection: LinkSession, @unchecked Sendable {
     func abandon(_ error: any Error) {
         handshake?.fail(error)
         handshake = nil
-        _ = session.linkClosed("\(error)")
+        _ = session.linkClosed(ErrorWords.of(error))
     }
 
     // MARK: doing what the session says

@@ -35,3 +35,17 @@ public enum PeerConnectionError: Error, Sendable, Equatable, CustomStringConvert
         }
     }
 }
+
+extension PeerConnectionError {
+    /// Why, typed: a request that met this error failed for this cause.
+    public var cause: FailureCause {
+        switch self {
+        case .timedOut: .timedOut
+        case .tooLarge: .tooLarge
+        case .untrustedPeer: .denied
+        case .refusedByPeer: .refused
+        case .noSuchChannel: .unavailable
+        case .closed: .unreachable
+        }
+    }
+}

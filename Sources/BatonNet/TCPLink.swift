@@ -227,7 +227,7 @@ public final class TCPLink: ChannelDuplexHandler, Link, @unchecked Sendable {
         } else if let failure = TLSFailure(error, role: role, refusal: refusal, handshakeOver: established) {
             session?.link(self, failed: .refused(failure.error, logLine: failure.logLine))
         } else {
-            session?.link(self, failed: .failed("\(error)"))
+            session?.link(self, failed: .failed(ErrorWords.of(error)))
         }
         close()
     }

@@ -45,7 +45,7 @@ struct Baton: ParsableCommand {
                 let json = args.contains("--log-format=json")
                     || zip(args, args.dropFirst()).contains { $0 == "--log-format" && $1 == "json" }
                 if json {
-                    FailureReport.write(message: message, format: .json)
+                    FailureReport.write(message: message, format: .json, errorClass: code == .validationFailure ? .usage : .script)
                 } else {
                     StandardError.write(message + "\n")
                 }

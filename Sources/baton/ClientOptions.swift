@@ -74,8 +74,8 @@ enum DeviceArgument {
     }
 
     /// The device `text` names: an agent's `host:port`, or a name or id looked up through
-    /// discovery (then reached by its id and every route discovery knows); prints why and exits
-    /// 1 when no single device answers to it.
+    /// discovery (then reached by its id and every route discovery knows); throws a
+    /// ``CommandFailure`` (`not_found`, `ambiguous`) when no single device answers to it.
     static func resolve(
         _ text: String, client: BatonClient, discovery: DiscoveryOptions, authorization: AuthorizationKind, timeout: TimeAmount
     ) throws -> DeviceTarget {
@@ -94,9 +94,7 @@ enum DeviceArgument {
         case (.found, _), (.notFound, _): problem = .notFound(text)
         case (.ambiguous(let ids), _): problem = .ambiguous(text, ids)
         }
-        client.finish()
-        StandardError.write("\(problem)\n")
-        Baton.exitProcess(ErrorClass.notFound.exitCode)
+        throw problem.failure
     }
 }
 
@@ -105,14 +103,17 @@ enum DeviceLookupError: Error, CustomStringConvertible {
     case notFound(String)
     case ambiguous(String, [String])
 
-    var description: String {
+    /// The failure a command ends with: its status, its cause and why.
+    var failure: CommandFailure {
         switch self {
         case .notFound(let name):
-            "not_found: no device named or with the id \"\(name)\" was found (see baton devices; --peer HOST:PORT for networks without multicast)"
+            CommandFailure(status: "not_found", cause: .notFound, detail: "no device named or with the id \"\(name)\" was found (see baton devices; --peer HOST:PORT for networks without multicast)")
         case .ambiguous(let name, let ids):
-            "ambiguous: \(ids.count) devices are named \"\(name)\": \(ids.joined(separator: ", ")); give the id instead"
+            CommandFailure(status: "ambiguous", cause: .notFound, detail: "\(ids.count) devices are named \"\(name)\": \(ids.joined(separator: ", ")); give the id instead")
         }
     }
+
+    var description: String { failure.text }
 }
 
 extension BatonClient {

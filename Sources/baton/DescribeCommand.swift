@@ -21,7 +21,9 @@ struct DescribeCommand: ParsableCommand {
 
             Exit codes: 0 success; 2 usage; 3 no answer within --timeout; 68 no such device \
             (by name or id); 69 the device could not be reached (remote_system_unavailable, \
-            after --connect-timeout at most).
+            after --connect-timeout at most); 77 denied (a device of another account, \
+            revoked). With --json, a failure is one object too: {"status", "cause", "class", \
+            "exit_code", "detail", "address"}.
             """
     )
 
@@ -46,16 +48,19 @@ struct DescribeCommand: ParsableCommand {
     func run() throws {
         logging.bootstrap()
         let baton = client.makeClient(logging)
-        let address = try DeviceArgument.resolve(device, client: baton, discovery: discovery, authorization: client.authorizationKind, timeout: client.timeout)
+        let output = FailureOutput(json: json, logging: logging)
+        let address = try output.catching(client: baton) {
+            try DeviceArgument.resolve(device, client: baton, discovery: discovery, authorization: client.authorizationKind, timeout: client.timeout)
+        }
         let result = baton.describe(address, timeout: request.timeout)
         let info: DeviceInfo
         let apps: [AppInfo]
         do {
             (info, apps) = try result.wait()
-        } catch {
-            baton.finish()
-            StandardError.write("\(error)\n")
-            Baton.exitProcess(ExitCodes.code(error))
+        } catch let error as BatonClientError {
+            let status = error.cause == .timedOut ? "timeout" : BatonClient.launchStatus(error.cause).rawValue
+            output.exit(CommandFailure(status: status, cause: error.cause, detail: error.detail,
+                                       fields: [JSON.Member("address", .string(address.description))]), client: baton)
         }
         baton.finish()
         print(json ? Self.json(info, apps, address: address) : Self.text(info, apps))

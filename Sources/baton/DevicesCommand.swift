@@ -114,8 +114,8 @@ struct DevicesCommand: ParsableCommand {
             print(Self.table(devices))
         }
         if required && devices.isEmpty {
-            StandardError.write("baton: no device matches\n")
-            Baton.exitProcess(ErrorClass.notFound.exitCode)
+            // The list (empty) is the one JSON value on stdout; the failure goes to stderr.
+            FailureOutput(json: false, logging: logging).exit(CommandFailure(status: "not_found", cause: .notFound, detail: "no device matches"))
         }
         Baton.exitProcess(0)
     }

@@ -46,9 +46,14 @@ struct HandoffCommand: ParsableCommand {
               baton handoff 127.0.0.1:47301 127.0.0.1:47302 --source stop --volume copy --json
               baton handoff Phone Speaker --key "evening-$(date +%F)"
 
-            Exit codes: 0 success; 1 nothing_playing, target_failed, source_stop_failed, \
-            target_busy, cancelled; 2 usage (same_device); 3 timeout; 68 no such device (by name or id); 69 \
-            source_unavailable, target_unavailable, media_unavailable.
+            Exit codes follow why it failed (the report's cause and class), as for every \
+            command: 0 success; 1 nothing_playing, media_unavailable (a file TO cannot \
+            open, as for launch), target_failed, source_stop_failed, cancelled, a player \
+            that failed; 2 usage (same_device: a device handed to itself); 3 timeout; 68 no \
+            such device (by name or id); 69 source_unavailable, target_unavailable \
+            (unreachable, no player app), target_busy (it plays, and --busy refuses it); 77 a \
+            device of another account or revoked. With --json, one object, failures \
+            included, with cause, class and exit_code.
             """
     )
 
@@ -123,35 +128,40 @@ struct HandoffCommand: ParsableCommand {
         let options = try options()
         logging.bootstrap()
         let baton = client.makeClient(logging)
+        let output = FailureOutput(json: json, logging: logging)
         let resolve = { (text: String) in
-            try DeviceArgument.resolve(text, client: baton, discovery: discovery, authorization: client.authorizationKind, timeout: client.timeout)
+            try output.catching(client: baton) {
+                try DeviceArgument.resolve(text, client: baton, discovery: discovery, authorization: client.authorizationKind, timeout: client.timeout)
+            }
         }
         let (source, target) = (try resolve(from), try resolve(to))
         // One device twice is refused before anything is asked of it.
         if (source.deviceID != nil && source.deviceID?.lowercased() == target.deviceID?.lowercased()) || (!source.routes.isEmpty && source.routes == target.routes) {
-            StandardError.write("same_device: \(from) and \(to) are the same device (\(source)): a device cannot be handed to itself\n")
-            Baton.exitProcess(ErrorClass.usage.exitCode)
+            output.exit(CommandFailure(
+                status: HandoffStatus.sameDevice.rawValue, cause: .usage,
+                detail: "\(from) and \(to) are the same device (\(source)): a device cannot be handed to itself"), client: baton)
         }
         let promise = baton.eventLoop.makePromise(of: HandoffReport.self)
         promise.completeWithTask { await baton.handoff(from: source, to: target, options: options) }
         let report = try promise.futureResult.wait()
         baton.finish()
+        let cause = report.failureCause
         if json {
+            var message = report.message
+            message["exit_code"] = .int(Int64(ExitCodes.code(cause)))
             do {
-                Swift.print(try MessageText.json(report.message, path: "report"))
+                Swift.print(try MessageText.json(message, path: "report"))
             } catch {
-                StandardError.write("the report cannot be written as JSON: \(error)\n")
+                // Only NaN or an infinity in a figure can get here: the object without them.
+                Swift.print(JSON.object(CommandFailure.members(status: report.status.rawValue, cause: cause, detail: report.detail)).serialized())
             }
         } else {
             Self.show(report, to: to)
         }
-        Baton.exitProcess(Self.exitCode(report.status))
-    }
-
-    static func exitCode(_ status: HandoffStatus) -> Int32 {
-        // A device handed to itself is the caller's mistake, found once the devices said who they are.
-        if status == .sameDevice { return ErrorClass.usage.exitCode }
-        return ExitCodes.code(status: status.rawValue)
+        if let cause, json || logging.logFormat == .json {
+            output.log(CommandFailure(status: report.status.rawValue, cause: cause, detail: report.detail))
+        }
+        Baton.exitProcess(ExitCodes.code(cause))
     }
 
     /// The report for people: a line saying what happened (the status on stderr when it is not

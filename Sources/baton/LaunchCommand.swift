@@ -18,7 +18,8 @@ struct LaunchCommand: ParsableCommand {
             remote_system_unavailable, value_set_too_large, denied_by_local_system, \
             denied_by_remote_system or unknown) and, when it is not success, why: \
             "app_unavailable: no app org.example.player on Living Room TV". With --json, one \
-            object: {"status":…,"detail":…,"device":"host:port","uri":…}.
+            object, failures included: {"status":…,"cause":…,"class":…,"exit_code":…,\
+            "detail":…,"device":"host:port","uri":…} (cause and class only when it failed).
 
             --data is a JSON object handed to the app with the URI. Strings, integers, \
             numbers, booleans, arrays (of one kind; integers among decimals count as \
@@ -76,23 +77,23 @@ struct LaunchCommand: ParsableCommand {
         let launchData = try data.map { try MessageText.dictionary(fromJSON: $0, option: "--data", root: "data") } ?? [:]
         logging.bootstrap()
         let baton = client.makeClient(logging)
-        let address = try DeviceArgument.resolve(device, client: baton, discovery: discovery, authorization: client.authorizationKind, timeout: client.timeout)
+        // A device that is not found says so on stderr; what the device answers prints on stdout.
+        let output = FailureOutput(json: json, logging: logging, textOnStdout: true)
+        let address = try FailureOutput(json: json, logging: logging).catching(client: baton) {
+            try DeviceArgument.resolve(device, client: baton, discovery: discovery, authorization: client.authorizationKind, timeout: client.timeout)
+        }
         let launchRequest = LaunchRequest(uri: uri, appID: app, fallbackURI: fallback, preferredAppIDs: prefer, data: launchData)
-        let (status, detail) = try baton.launch(launchRequest, on: address, timeout: self.request.timeout).wait()
+        let outcome = try baton.launchOutcome(launchRequest, on: address, timeout: self.request.timeout).wait()
+        let fields = [JSON.Member("device", .string(address.description)), JSON.Member("uri", .string(uri))]
+        if let cause = outcome.cause {
+            output.exit(CommandFailure(status: outcome.status.rawValue, cause: cause, detail: outcome.detail, fields: fields), client: baton)
+        }
         baton.finish()
         if json {
-            let object = JSON.object([
-                .init("status", .string(status.rawValue)),
-                .init("detail", .string(detail)),
-                .init("device", .string(address.description)),
-                .init("uri", .string(uri)),
-            ])
-            print(object.serialized())
-        } else if status == .success || detail.isEmpty {
-            print(status.rawValue)
+            print(JSON.object(CommandFailure.members(status: outcome.status.rawValue, cause: nil, detail: outcome.detail) + fields).serialized())
         } else {
-            print("\(status.rawValue): \(detail)")
+            print(outcome.status.rawValue)
         }
-        Baton.exitProcess(ExitCodes.code(status: status.rawValue, detail: detail))
+        Baton.exitProcess(0)
     }
 }

@@ -153,7 +153,7 @@ struct Run: ParsableCommand {
             do {
                 if let taken = try NamedLock.tryAcquire(name, holder: holder) { return taken }
             } catch {
-                FailureReport.write(message: "cannot use lock \(name): \(error)", format: format)
+                FailureReport.write(message: "cannot use lock \(name): \(error)", format: format, errorClass: .usage)
                 Baton.exitProcess(ErrorClass.usage.exitCode)
             }
             if ContinuousClock.now >= deadline { break }
@@ -164,7 +164,7 @@ struct Run: ParsableCommand {
             Logger(label: "baton.run").notice("skipped: lock \(name) is held\(held)")
             Baton.exitProcess(0)
         }
-        FailureReport.write(message: "lock \(name) is held\(held)", format: format)
+        FailureReport.write(message: "lock \(name) is held\(held)", format: format, errorClass: .lockHeld)
         Baton.exitProcess(ErrorClass.lockHeld.exitCode)
     }
 
@@ -216,7 +216,7 @@ struct Run: ParsableCommand {
                 if case .timedOut(let duration) = outcome {
                     FailureReport.write(
                         message: "timeout after \(DurationText.format(duration)) (stuck in a C function: ended \(DurationText.format(Self.watchdogGrace)) later)",
-                        format: format)
+                        format: format, errorClass: .timeout)
                 }
                 if let (_, path) = trace { tracing.settle(path: path, exitCode: outcome.exitCode) }
                 Baton.exitProcess(outcome.exitCode)
@@ -224,9 +224,9 @@ struct Run: ParsableCommand {
         }.wait()
         switch outcome {
         case .invalidScript(let message):
-            FailureReport.write(message: message, format: format)
+            FailureReport.write(message: message, format: format, errorClass: .usage)
         case .timedOut(let duration):
-            FailureReport.write(message: "timeout after \(DurationText.format(duration))", format: format)
+            FailureReport.write(message: "timeout after \(DurationText.format(duration))", format: format, errorClass: .timeout)
         case .completed, .failed, .failedWith, .exited, .interrupted:
             break
         }

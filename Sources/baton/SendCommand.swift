@@ -20,7 +20,10 @@ struct SendCommand: ParsableCommand {
             other values as compact JSON (dates in ISO 8601, UUIDs in lower case, bytes in \
             base64); --json-output prints it as one JSON object instead. A reply that is not \
             success prints its status and why to standard error: "failure: the provider \
-            broke".
+            broke"; so does a baton.playback reply whose error says the player did not do \
+            as asked ("bad_request: volume: level must be from 0 to 100, got 300"). With \
+            --json-output a failure is one JSON object on standard output too: {"status", \
+            "cause", "class", "exit_code", "detail"}.
 
             Examples:
               baton send tv.lan:47300 com.example.playback --app org.example.player \\
@@ -29,8 +32,8 @@ struct SendCommand: ParsableCommand {
                 --json '{"Type": "queue", "ids": [1, 2]}' --json-output
 
             An unreachable device is remote_system_unavailable; a channel that could not be \
-            opened is failure, with why (open: app_not_installed), whose class decides the \
-            exit code.
+            opened is failure, with why (the channel did not open: app_not_installed), and \
+            exits as that would (69).
 
             \(ExitCodes.help)
             """
@@ -104,13 +107,13 @@ struct SendCommand: ParsableCommand {
         let message = try message()
         logging.bootstrap()
         let baton = client.makeClient(logging)
-        let address = try DeviceArgument.resolve(device, client: baton, discovery: discovery, authorization: client.authorizationKind, timeout: client.timeout)
+        let output = FailureOutput(json: jsonOutput, logging: logging)
+        let address = try output.catching(client: baton) {
+            try DeviceArgument.resolve(device, client: baton, discovery: discovery, authorization: client.authorizationKind, timeout: client.timeout)
+        }
         let reply = try baton.send(message, to: service, app: app, on: address, timeout: request.timeout).wait()
         baton.finish()
-        guard reply.status == .success else {
-            StandardError.write(reply.detail.isEmpty ? "\(reply.status.rawValue)\n" : "\(reply.status.rawValue): \(reply.detail)\n")
-            Baton.exitProcess(ExitCodes.code(status: reply.status.rawValue, detail: reply.detail))
-        }
+        if let failure = Self.failure(reply, service: service) { output.exit(failure) }
         let answer = reply.message ?? [:]
         if jsonOutput {
             do {
@@ -125,5 +128,19 @@ struct SendCommand: ParsableCommand {
             }
         }
         Baton.exitProcess(0)
+    }
+
+    /// How `reply` failed, if it did: a status other than `success`, or a `baton.playback`
+    /// reply whose `error` says the player did not do as asked (`bad_request`,
+    /// `player_failed`, ...), which the service answers with `success`.
+    static func failure(_ reply: ServiceReply, service: String) -> CommandFailure? {
+        if let cause = reply.failureCause {
+            return CommandFailure(status: reply.status.rawValue, cause: cause, detail: reply.detail)
+        }
+        guard service == PlaybackCommand.service, let message = reply.message, let failure = PlaybackFailure(message: message) else {
+            return nil
+        }
+        let answer = (try? Value.dictionary(message).json()) ?? .null
+        return CommandFailure(status: failure.code, cause: FailureCause(failure), detail: failure.description, fields: [JSON.Member("reply", answer)])
     }
 }

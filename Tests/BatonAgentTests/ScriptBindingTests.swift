@@ -161,7 +161,13 @@ struct ScriptBindingTests {
             .string("protocol_unavailable"), .string("remote_system_unavailable"),
         ])
         #expect(captured.values.dropFirst(5).first == .string("baton.launch: data[2]: expected number like data[1], got string"))
-        #expect(captured.values.last == .string("bad argument #1 to 'baton.launch' (no single known device is named or has the id \"not an address\"; find it first with baton.find, or give host:port)"))
+        // An unknown device is not_found, as for the commands: a classed error, not a usage one.
+        guard case .dictionary(let unknown)? = captured.values.last, case .string(let message)? = unknown["message"] else {
+            Issue.record("an unknown device raised \(String(describing: captured.values.last)), not a classed error")
+            return
+        }
+        #expect(unknown["class"] == .string("not_found"))
+        #expect(message.hasSuffix("baton.launch: no single known device is named or has the id \"not an address\"; find it first with baton.find, or give host:port"), "\(message)")
     }
 
     @Test("a channel carries typed messages both ways and keeps the run alive until it closes")

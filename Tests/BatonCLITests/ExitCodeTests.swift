@@ -190,7 +190,11 @@ struct ExitCodeTests {
         ("baton.error('batch', 'too many failures')", 4, "x.lua:1: too many failures"),
         ("baton.check('remote_system_unavailable', 'no route')", 69, "x.lua:1: remote_system_unavailable: no route"),
         ("baton.check('denied_by_remote_system')", 77, "x.lua:1: denied_by_remote_system"),
-        ("baton.check('unknown', 'timed out: no answer within 1s')", 3, "x.lua:1: unknown: timed out"),
+        // The cause a request returns after its detail decides, never the detail's words.
+        ("baton.check('unknown', 'no answer within 1s', 'timed_out')", 3, "x.lua:1: unknown: no answer within 1s"),
+        ("baton.check('unknown', 'timed out: the words alone')", 1, "x.lua:1: unknown: timed out"),
+        ("baton.check('not_authorized', 'another account', 'denied')", 77, "x.lua:1: not_authorized: another account"),
+        ("baton.check('success', '', 'timed_out')", 0, ""),
         ("baton.check('failure', 'the provider broke')", 1, "x.lua:1: failure: the provider broke"),
         ("baton.find('Nowhere TV', {timeout = 0.2, required = true})", 68, "x.lua:1: no device named or with the id \"Nowhere TV\" was found"),
         ("baton.find('127.0.0.1:9', {required = true})", 69, "x.lua:1: no agent of this account answers at 127.0.0.1:9"),

@@ -121,7 +121,8 @@ struct AccountSecurityTests {
             #expect(openDetail == "no app \(F.privateApp) on \(agent.name) serves other accounts", "\(openDetail)")
             let sent = try await stranger.send(["out": .string(agent.directory.file("peek.ran"))], to: "peek", app: F.privateApp, on: agent.address).get()
             #expect(sent.status == .failure, "\(sent)")
-            #expect(sent.detail.hasPrefix("open: not_authorized"), "\(sent)")
+            #expect(sent.detail.hasPrefix("the channel did not open: not_authorized"), "\(sent)")
+            #expect(sent.cause == .refused, "\(sent)")
 
             // What the agent's own account starts afterwards runs (the handler too); what the
             // stranger asked for never did.

@@ -66,8 +66,10 @@ struct CLITests {
             let none = try await runBaton(["launch", device, "nothing:x", "--json"])
             #expect(none.code == 69, "\(none)")
             let object = none.json()
-            #expect(object?.objectValue?.map(\.key) == ["status", "detail", "device", "uri"])
+            #expect(object?.objectValue?.map(\.key) == ["status", "cause", "class", "exit_code", "detail", "device", "uri"])
             #expect(object?["status"] == .string("protocol_unavailable"))
+            #expect(object?["cause"] == .string("unavailable") && object?["class"] == .string("unavailable"))
+            #expect(object?["exit_code"] == .int(69))
             #expect(object?["detail"]?.stringValue?.isEmpty == false)
             #expect(object?["device"] == .string(device))
             #expect(object?["uri"] == .string("nothing:x"))
@@ -75,7 +77,7 @@ struct CLITests {
             let json = try await runBaton(["launch", device, "media:three", "--json"])
             #expect(json.code == 0, "\(json)")
             #expect(json.json() == JSON.object([
-                .init("status", .string("success")), .init("detail", .string("")),
+                .init("status", .string("success")), .init("exit_code", .int(0)), .init("detail", .string("")),
                 .init("device", .string(device)), .init("uri", .string("media:three")),
             ]))
 
@@ -251,7 +253,9 @@ struct CLITests {
         let describe = try await runBaton(["describe", device, "--json"])
         #expect(describe.code == 69, "\(describe)")
         #expect(describe.stderr.contains("remote_system_unavailable"), "\(describe)")
-        #expect(describe.stdout.isEmpty)
+        // --json: the failure is one object on stdout too.
+        #expect(describe.json()?["status"] == .string("remote_system_unavailable"), "\(describe)")
+        #expect(describe.json()?["class"] == .string("unavailable"), "\(describe)")
     }
 
     @Test("a DEVICE that tries to be host:port and is not is a usage error", arguments: [

@@ -302,7 +302,7 @@ struct PeerConnectionTests {
         var reply: ServiceReply?
         connection.send(channel: channel, message: ServiceMessage([:]), deadline: loop.now + .milliseconds(250)) { reply = $0 }
         loop.advanceTime(by: .milliseconds(250))
-        #expect(reply == ServiceReply(status: .unknown, detail: "timed out: no answer within 250ms"))
+        #expect(reply == ServiceReply(status: .unknown, detail: "timed out: no answer within 250ms", cause: .timedOut))
     }
 
     @Test("the connection ends: whatever serves the peer's requests is told to stop")

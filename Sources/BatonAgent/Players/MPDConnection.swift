@@ -60,7 +60,7 @@ public final class MPDConnection: ChannelInboundHandler, @unchecked Sendable {
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(connection) }
             }
             .connect(host: host, port: port)
-            .whenFailure { error in connection.end(.closed("cannot connect to MPD at \(host):\(port): \(error)")) }
+            .whenFailure { error in connection.end(.closed("cannot connect to MPD at \(host):\(port): \(ErrorWords.of(error))")) }
         return greeted.futureResult
             .always { _ in timer.cancel() }
             .map { connection }
@@ -131,7 +131,7 @@ public final class MPDConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     public func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        end(.closed("the connection to MPD failed: \(error)"))
+        end(.closed("the connection to MPD failed: \(ErrorWords.of(error))"))
     }
 
     private func handle(_ line: String) {

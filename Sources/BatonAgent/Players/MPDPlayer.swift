@@ -1,4 +1,5 @@
 import BatonCore
+import BatonNet
 import Foundation
 import Logging
 import NIOCore
@@ -35,7 +36,7 @@ final class MPDPlayer: Player, @unchecked Sendable {
     func start() {
         eventLoop.execute { [self] in
             connect().whenFailure { [logger, host, port] error in
-                logger.warning("MPD is not available yet", metadata: ["address": "\(host):\(port)", "reason": "\(error)"])
+                logger.warning("MPD is not available yet", metadata: ["address": "\(host):\(port)", "reason": "\(ErrorWords.of(error))"])
             }
         }
     }

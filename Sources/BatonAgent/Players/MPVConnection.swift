@@ -50,7 +50,7 @@ public final class MPVConnection: ChannelInboundHandler, @unchecked Sendable {
             .connect(unixDomainSocketPath: path)
             .map { _ in connection }
             .flatMapErrorThrowing { error in
-                throw MPVError.closed("cannot connect to mpv at \(path): \(error)")
+                throw MPVError.closed("cannot connect to mpv at \(path): \(ErrorWords.of(error))")
             }
     }
 
@@ -125,7 +125,7 @@ public final class MPVConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     public func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        end(.closed("the connection to mpv failed: \(error)"))
+        end(.closed("the connection to mpv failed: \(ErrorWords.of(error))"))
     }
 
     private func handle(_ message: MPVMessage) {

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonNet
 import Logging
 import NIOCore
 
@@ -40,7 +41,7 @@ final class MPVPlayer: Player, @unchecked Sendable {
         eventLoop.execute { [self] in
             connect().whenFailure { [self] error in
                 // It did not start, or died before it listened: try again, ever more slowly.
-                logger.warning("mpv is not available yet", metadata: ["socket": "\(socket)", "reason": "\(error)"])
+                logger.warning("mpv is not available yet", metadata: ["socket": "\(socket)", "reason": "\(ErrorWords.of(error))"])
                 restart()
             }
         }
@@ -92,7 +93,8 @@ final class MPVPlayer: Player, @unchecked Sendable {
         if NIODeadline.now() - connectedAt > .seconds(60) { restartPause = .milliseconds(200) }
         let status = process?.reap()
         logger.warning("lost mpv; starting it again", metadata: [
-            "reason": "\(reason)", "exit": "\(status.map(String.init) ?? "running")",
+            // Its process may have exited, or still run with a socket that failed: say which.
+            "reason": "\(reason)", "process": "\(status.map { "exited with status \($0)" } ?? "still running")",
         ])
         restart()
     }

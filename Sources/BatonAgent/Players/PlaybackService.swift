@@ -1,4 +1,5 @@
 import BatonCore
+import BatonNet
 import Foundation
 import NIOCore
 
@@ -25,7 +26,7 @@ enum PlaybackService {
             answer = eventLoop.makeFailedFuture(error)
         }
         return answer.hop(to: eventLoop).map(ServiceReply.success).recover { error in
-            .success((error as? PlaybackFailure ?? .player("\(error)")).message)
+            .success((error as? PlaybackFailure ?? .player(ErrorWords.of(error))).message)
         }
     }
 

@@ -1,4 +1,5 @@
 import BatonCore
+import BatonNet
 import NIOCore
 
 /// A player an app is backed by: what the agent's `baton.playback` drives. Calls may come
@@ -30,6 +31,6 @@ extension PlaybackFailure {
     /// A failure of the player itself, for errors of its connection.
     static func player(_ what: String, _ error: any Error) -> PlaybackFailure {
         if let failure = error as? PlaybackFailure { return failure }
-        return .player("\(what): \(error)")
+        return .player("\(what): \(ErrorWords.of(error))")
     }
 }
