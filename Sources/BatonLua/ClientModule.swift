@@ -34,7 +34,7 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
         runtime.register("send", in: -1, qualifier: "baton.appservice") { [self] call in try sendOnce(call) }
         lua.rawSet(m, field: "appservice")
 
-        luaL_newmetatable(lua.pointer, LuaDevice.metatable)
+        LuaDevice.pushMetatable(runtime)
         lua.newTable()
         runtime.register("apps", in: -1, qualifier: "device") { [self] call in try apps(call) }
         lua.rawSet(-2, field: "__index")
@@ -89,44 +89,35 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
         return .nanoseconds(Int64(seconds * 1e9))
     }
 
-    /// `baton.find(x [, {timeout =, required =}])`: `"host:port"` asks that agent; a name or
-    /// an id is looked for in the directory (mDNS and `--peer` devices) until found or the
-    /// timeout: `nil, "not_found"`, or `nil, "ambiguous", detail` when several devices share the
-    /// name. With `required = true` those raise an error of class `not_found` instead (an
-    /// uncaught one ends the run with 68), and an address nobody answers at one of class
-    /// `unavailable` (69).
+    /// `baton.find(x [, {timeout =, required =}])`: `"host:port"` asks that agent; a name (any
+    /// case) or an id is looked for where the device was last reached and in the directory
+    /// (mDNS and `--peer` devices) until found or the timeout: `nil, "not_found", detail` for a
+    /// name nobody knows (the detail suggests the closest known names), `nil, "ambiguous",
+    /// detail` when several devices share the name, `nil, "remote_system_unavailable", detail`
+    /// for a known device (enrolled, met or reached before) that answers nowhere. With
+    /// `required = true` those raise an error of class `not_found` (an uncaught one ends the run
+    /// with 68), or `unavailable` (69) for a known device not answering and for an address
+    /// nobody answers at.
     private func find(_ call: HostCall) throws -> HostResult {
         let target = try call.string(1)
         let runtime = call.runtime
         let timeout = try DiscoveryModule.timeout(call, 2, allowing: ["required"])
         let required = call.lua.type(at: 2) == .table ? try OptionTable(call, at: 2, function: call.name).bool("required") ?? false : false
-        @Sendable func ambiguity(_ ids: [String]) -> String {
-            "\(ids.count) devices are named \"\(target)\": \(ids.joined(separator: ", ")); find one by id"
-        }
         guard let address = DeviceAddress(target) else {
             let found = try access.directory.find(target, timeout: timeout).flatMapThrowing { result in
-                guard required else { return result }
-                switch result {
-                case .found: return result
-                case .notFound: throw HostError.classed(.notFound, "no device named or with the id \"\(target)\" was found")
-                case .ambiguous(let ids): throw HostError.classed(.notFound, ambiguity(ids))
-                }
+                guard required, let failure = result.failure(for: target) else { return result }
+                throw HostError.classed(failure.errorClass, failure.message)
             }
             return try runtime.wait(call, for: found) { result, lua in
-                switch result {
-                case .found(let device):
-                    LuaDevice.push(device, on: lua, runtime: runtime)
-                    return 1
-                case .notFound:
+                guard case .found(let device) = result else {
+                    let failure = result.failure(for: target) ?? .notFound(target, suggestions: [])
                     lua.pushNil()
-                    lua.push("not_found")
-                    return 2
-                case .ambiguous(let ids):
-                    lua.pushNil()
-                    lua.push("ambiguous")
-                    lua.push(ambiguity(ids))
+                    lua.push(failure.status)
+                    lua.push(failure.message)
                     return 3
                 }
+                LuaDevice.push(device, on: lua, runtime: runtime)
+                return 1
             }
         }
         let found = try access.client.describe(DeviceTarget(address), timeout: timeout).map { Optional($0.0) }.recover { _ in nil }

@@ -73,17 +73,18 @@ enum DeviceArgument {
         return nil
     }
 
-    /// The device `text` names: an agent's `host:port`, or a name or id looked up through
-    /// discovery (then reached by its id and every route discovery knows); prints why and exits
-    /// 1 when no single device answers to it.
+    /// The device `text` names: an agent's `host:port`, or a name (any case) or id looked up
+    /// through discovery and the routes where devices were last reached (then reached by its id
+    /// and every route known); prints why and exits with the failure's class when no single
+    /// device answers to it: 68 for a name nobody knows (with the closest known names) or
+    /// several devices share, 69 for a known device that answers nowhere.
     static func resolve(
         _ text: String, client: BatonClient, discovery: DiscoveryOptions, authorization: AuthorizationKind, timeout: TimeAmount
     ) throws -> DeviceTarget {
         if let address = try parse(text) { return DeviceTarget(address) }
         let directory = try discovery.makeDirectory(client: client)
         let lookup = try client.eventLoop.flatSubmit {
-            directory.start()
-            return directory.find(text, among: DeviceFilter(authorization: authorization), timeout: timeout).map { lookup in
+            directory.find(text, among: DeviceFilter(authorization: authorization), timeout: timeout).map { lookup in
                 if case .found(let device) = lookup { return (lookup, Optional(directory.target(for: device))) }
                 return (lookup, nil)
             }.always { _ in directory.stop() }
@@ -91,27 +92,14 @@ enum DeviceArgument {
         let problem: DeviceLookupError
         switch lookup {
         case (.found, let target?) where !target.routes.isEmpty: return target
-        case (.found, _), (.notFound, _): problem = .notFound(text)
-        case (.ambiguous(let ids), _): problem = .ambiguous(text, ids)
+        case (.found, _): problem = .notFound(text, suggestions: [])
+        case (let failed, _): problem = failed.failure(for: text) ?? .notFound(text, suggestions: [])
         }
         client.finish()
-        StandardError.write("\(problem)\n")
-        Baton.exitProcess(ErrorClass.notFound.exitCode)
-    }
-}
-
-/// Why a DEVICE name or id did not lead to one device.
-enum DeviceLookupError: Error, CustomStringConvertible {
-    case notFound(String)
-    case ambiguous(String, [String])
-
-    var description: String {
-        switch self {
-        case .notFound(let name):
-            "not_found: no device named or with the id \"\(name)\" was found (see baton devices; --peer HOST:PORT for networks without multicast)"
-        case .ambiguous(let name, let ids):
-            "ambiguous: \(ids.count) devices are named \"\(name)\": \(ids.joined(separator: ", ")); give the id instead"
-        }
+        var message = problem.description
+        if case .notFound = problem { message += " (see baton devices; --peer HOST:PORT for networks without multicast)" }
+        StandardError.write("\(message)\n")
+        Baton.exitProcess(problem.errorClass.exitCode)
     }
 }
 
