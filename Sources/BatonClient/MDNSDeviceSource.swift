@@ -120,7 +120,9 @@ public final class MDNSDeviceSource: DeviceSource, @unchecked Sendable {
                 // Somewhere else now: what was proven there proves nothing here.
                 probing.proven.remove(service.instanceName)
             }
-            // A fresh advertisement means the agent is there.
+            // A fresh advertisement means the agent is there: its first check is due a round
+            // from now, as if it had just answered one.
+            if seen[service.instanceName] == nil { probing.lastStarted[service.instanceName] = eventLoop.now }
             seen[service.instanceName] = device
             directory?.source(self, sees: device, as: service.instanceName)
         case .removed(let instance, let reason):
