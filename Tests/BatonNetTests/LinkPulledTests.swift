@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// A device whose cable is pulled, as `baton devices --watch --liveness 5s` on another host
-/// sees it: no goodbye, its records still in the watcher's cache, the connection to it open.
+/// sees it, browsing mDNS and polling the device as a `--peer`: no goodbye, its records still in the watcher's cache, the connection to it open.
 /// The watcher's host sits on a bridge that keeps its link up (a switch), so only the device's
 /// side goes dark.
 @Suite("Liveness: a device whose link is pulled, and plugged back", .timeLimit(.minutes(3)))
@@ -42,6 +42,9 @@ struct LinkPulledTests {
             let agent = try await pair.agent(in: pair.b, name: "Unplugged \(DeviceNameTests.tag())", kind: "tv")
             let added = try await watcher.waitFor("added \(agent.name)") { $0.event == "added" && $0.id == agent.id }
             #expect(added.event["address"] == agent.address, "\(added.event)")
+            // The same device as a static peer, polled rather than browsed.
+            let polling = try pair.watcher(in: pair.a, ["--no-mdns", "--peer", agent.address, "--liveness", "5s"])
+            let peerAdded = try await polling.waitFor("added \(agent.name) (peer)") { $0.event == "added" && $0.id == agent.id }
             // A liveness round or two over the open connection first.
             try await Task.sleep(for: .seconds(2))
 
@@ -53,6 +56,9 @@ struct LinkPulledTests {
                 $0.event == "removed" && $0.id == agent.id
             }
             #expect(removed.event.name == agent.name, "\(removed.event)")
+            let peerRemoved = try await polling.waitFor("removed \(agent.name) (peer)", from: peerAdded.index, within: 20) {
+                $0.event == "removed" && $0.id == agent.id
+            }
             #expect(agent.isRunning, "the agent itself went on: \(agent.log)")
 
             let beforePlug = watcher.count
@@ -64,6 +70,10 @@ struct LinkPulledTests {
                 $0.event == "added" && $0.id == agent.id
             }
             #expect(back.event["status"] == "available" && back.event["address"] == agent.address, "\(back.event)")
+            // A peer is polled every liveness / 3, each poll waiting two thirds of the window at most.
+            try await polling.waitFor("added \(agent.name) again (peer)", from: peerRemoved.index, within: 15) {
+                $0.event == "added" && $0.id == agent.id
+            }
         }
     }
 }
