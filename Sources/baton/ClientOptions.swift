@@ -57,7 +57,7 @@ struct ClientOptions: ParsableArguments {
 /// Reading the DEVICE argument: `host:port`, or a device's name or id found by discovery.
 enum DeviceArgument {
     static let help = ArgumentHelp(
-        "The device: its name or id (found by discovery and --peer), or its agent as host:port, e.g. 192.168.1.20:47300 or [fe80::1]:47300.",
+        "The device: its name (any case) or id (found where it was last reached, by discovery and --peer), or its agent as host:port, e.g. 192.168.1.20:47300 or [fe80::1]:47300.",
         valueName: "device")
 
     /// The address `text` names when it is `host:port`, nil for a name or id; a usage error

@@ -62,6 +62,18 @@ struct DeviceNameTests {
         }
     }
 
+    @Test("a device enrolled in the account but never seen is unavailable (69) by its name in any case, not unknown")
+    func enrolledNeverSeen() async throws {
+        let name = "Garage TV \(Self.tag())"
+        let home = try TemporaryDirectory("baton-enrolled-unseen")
+        let id = try TestAccount.shared.enrol(xdg: home.path, name: name)
+        for device in [name, name.lowercased(), id] {
+            let result = try await runBaton(["launch", device, "media:x", "--app", MDNSFixtures.player, "--no-mdns", "--connect-timeout", "500ms"])
+            #expect(result.code == 69, "\(device): \(result)")
+            #expect(result.stderr.contains("remote_system_unavailable") && result.stderr.contains("answers nowhere"), "\(result)")
+        }
+    }
+
     @Test("an agent of another account at a device's remembered address, posing as its id, gets nothing: unavailable (69), and the device back is reached")
     func rememberedRouteLetsNoImpostorIn() async throws {
         try await NamespacePair.with { pair in
