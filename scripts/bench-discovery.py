@@ -467,6 +467,7 @@ class Bench:
         print("-" * 118)
         self.run_rounds()
         self.run_fleet()
+        self.run_names()
         print("-" * 118)
         print("Baton's watcher is a DeviceDirectory, what `baton devices --watch` runs; zeroconf's is Zeroconf() and a\n"
               "ServiceBrowser for _baton._tcp. \"other stack\" rows swap the watchers: a Baton agent seen by zeroconf, a\n"
@@ -620,6 +621,42 @@ class Bench:
                   + " | zc→agents " + " ".join(f"{ms(x):.0f}" for x in fresh_zc)
                   + " | zc→zc " + " ".join(f"{ms(x):.0f}" for x in zc_fresh_zc)
                   + " | Baton→zc " + " ".join(f"{ms(x):.0f}" for x in zc_fresh_baton), file=sys.stderr)
+
+    def run_names(self):
+        """`baton describe` of one agent by name beside by address (a process each, from a
+        configuration folder of its own that remembers where the device was reached), and a
+        misspelt name (not_found, 68)."""
+        home = os.path.join(self.log_dir, "cli-names")
+        os.makedirs(home)
+        env = dict(os.environ, XDG_CONFIG_HOME=home)
+        agent = self.agent("names-bench")
+        _, line = agent.expect(lambda l: l.startswith("listening on "), 10, "its 'listening on' line")
+        address = "10.78.0.1:" + line.split()[2].split(":")[1]
+        self.baton_live.event("added", "names-bench", 10)
+        time.sleep(1.5)  # past its announcements
+
+        def describe(device, expect=0):
+            started = time.monotonic_ns()
+            result = subprocess.run(["ip", "netns", "exec", self.network.b, self.baton, "describe", device,
+                                     "--authorization", "anonymous", "-q"], capture_output=True, text=True, env=env)
+            took = time.monotonic_ns() - started
+            if result.returncode != expect:
+                raise BenchFailure(f"baton describe {device} exited with {result.returncode}, not {expect}: "
+                                   f"{result.stderr.strip()}")
+            return took
+
+        describe("names-bench")  # the first finds it through mDNS and remembers where it answered
+        n = 10
+        by_address = sum(describe(address) for _ in range(n))
+        by_name = sum(describe("names-bench") for _ in range(n))
+        by_name_case = sum(describe("NAMES-BENCH") for _ in range(n))
+        misspelt = median([describe("names-bnech", expect=68) for _ in range(3)])
+        self.stop_child(agent)
+        row(f"{n} × baton describe by name (seen before)", fmt_ms(ms(by_name)),
+            f"by address {fmt_ms(ms(by_address))}", "≤ 1.5×", ms(by_name) <= 1.5 * ms(by_address))
+        row(f"  the name in other case", fmt_ms(ms(by_name_case)), "", "", None)
+        row("baton describe of a misspelt name → 68", fmt_ms(ms(misspelt)), "the discovery window 3 s", "≤ 1 s",
+            ms(misspelt) <= 1000)
 
 
 def zeroconf_version():

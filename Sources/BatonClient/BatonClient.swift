@@ -47,9 +47,9 @@ public final class BatonClient: @unchecked Sendable {
     public let options: Options
     let logger: Logger
     /// Connections by ``DeviceTarget/connectionKey``.
-    private var connections: [String: Slot] = [:]
+    var connections: [String: Slot] = [:]
 
-    private enum Slot {
+    enum Slot {
         case connecting(EventLoopFuture<PeerConnection>)
         case connected(PeerConnection)
     }
@@ -84,7 +84,7 @@ public final class BatonClient: @unchecked Sendable {
     /// Tries `routes` in order until one connects; the first route's failure when none does.
     /// A route that answers as another device goes on to the next: a stranger may have put
     /// its address beside the device's own.
-    private func connect(_ device: DeviceTarget, routes: ArraySlice<DeviceRoute>) -> EventLoopFuture<PeerConnection> {
+    func connect(_ device: DeviceTarget, routes: ArraySlice<DeviceRoute>) -> EventLoopFuture<PeerConnection> {
         guard let route = routes.first, case .tcp(let address) = route else {
             return eventLoop.makeFailedFuture(BatonClientError.unreachable("\(device): no route to it is known"))
         }

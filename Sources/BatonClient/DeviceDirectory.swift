@@ -59,7 +59,10 @@ public final class DeviceDirectory: @unchecked Sendable {
     /// Sightings already logged for claiming an account their id does not belong to.
     private var refusedClaims: Set<String> = []
     /// The pins of devices met before, when connections use TLS.
-    private var known: KnownDevices? { client.options.security.trustStore?.known }
+    var known: KnownDevices? { client.options.security.trustStore?.known }
+    /// Where devices were last reached, when connections use TLS (a route proves nothing
+    /// without a handshake).
+    let routes: DeviceRoutes?
     /// Which device each source's key stands for.
     private var sighted: [SightingKey: String] = [:]
     private var watchers: [Int: Watcher] = [:]
@@ -117,6 +120,7 @@ public final class DeviceDirectory: @unchecked Sendable {
         self.sources = sources
         self.account = account
         self.logger = logger
+        routes = client.options.security.trustStore.map { DeviceRoutes(folder: $0.folder) }
     }
 
     /// A directory fed by the standard sources `options` names: mDNS (unless nil), then each
@@ -125,14 +129,19 @@ public final class DeviceDirectory: @unchecked Sendable {
         let loop = client.eventLoop
         var sources: [any DeviceSource] = []
         let account = options.account
+        // A check has a deadline of its own, within the liveness window (see MDNSDeviceSource).
+        let liveness = options.liveness
         if let mdns = options.mdns {
             sources.append(MDNSDeviceSource(
-                on: loop, configuration: mdns, timing: options.mdnsTiming, liveness: options.liveness,
-                probe: { device in client.describe(DeviceTarget(device, ownAccount: account)).map { _ in } }, logger: logger))
+                on: loop, configuration: mdns, timing: options.mdnsTiming, liveness: liveness,
+                probe: { device in
+                    let timeout = MDNSDeviceSource.probeTimeout(liveness: liveness, status: device.status)
+                    return client.probe(DeviceTarget(device, ownAccount: account), timeout: timeout).map { _ in }
+                }, logger: logger))
         }
         for peer in options.peers {
-            sources.append(PeerDeviceSource(peer, on: loop, liveness: options.liveness, account: account) { address in
-                client.describe(address).map(\.0)
+            sources.append(PeerDeviceSource(peer, on: loop, liveness: liveness, account: account) { address in
+                client.probe(DeviceTarget(address), timeout: MDNSDeviceSource.probeTimeout(liveness: liveness, status: .available))
             })
         }
         self.init(client: client, sources: sources, account: account, logger: logger)
@@ -194,116 +203,6 @@ public final class DeviceDirectory: @unchecked Sendable {
     public func unwatch(_ watch: Watch) {
         eventLoop.preconditionInEventLoop()
         watchers[watch.id] = nil
-    }
-
-    /// What a lookup by name or id settles on.
-    public enum Lookup: Sendable, Equatable {
-        case found(RemoteDevice)
-        case notFound
-        /// Several devices share the name: their ids.
-        case ambiguous([String])
-    }
-
-    /// The device `nameOrID` names among those known now: an id matches at once; a name only
-    /// once enumeration is over, so a second device of the same name is not missed. Nil while
-    /// it may still turn up. Only devices `filter` passes count. A name matches what a device
-    /// advertises or, for a device of this account, the name it gave over TLS before; only
-    /// ``find(_:among:timeout:)`` proves it now.
-    public func match(_ nameOrID: String, among filter: DeviceFilter = DeviceFilter()) -> Lookup? {
-        eventLoop.preconditionInEventLoop()
-        switch candidates(nameOrID, among: filter, renamed: false) {
-        case nil: return nil
-        case .byID(let device): return .found(device)
-        case .byName(let named): return named.count == 1 ? .found(named[0]) : .ambiguous(named.map(\.info.id))
-        }
-    }
-
-    /// Waits until `nameOrID` names a device among those `filter` passes, or `timeout` passes
-    /// (`notFound`). An id is found when a source sees it; a name once enumeration is over,
-    /// and then only the devices that prove it: each candidate (advertising the name, having
-    /// given it over TLS before, or advertising the name a conflict gave it, `Name (2)`) is asked
-    /// to describe itself over a connection that checks who it is, and counts when it gives
-    /// that name. Whoever shouts a name first on the network does not get it.
-    public func find(_ nameOrID: String, among filter: DeviceFilter = DeviceFilter(), timeout: TimeAmount) -> EventLoopFuture<Lookup> {
-        eventLoop.preconditionInEventLoop()
-        let deadline = NIODeadline.now() + timeout
-        return settle(nameOrID, among: filter, timeout: timeout).flatMap { [self] found in
-            switch found {
-            case nil: eventLoop.makeSucceededFuture(.notFound)
-            case .byID(let device): eventLoop.makeSucceededFuture(.found(device))
-            case .byName(let named): prove(nameOrID, among: named, until: deadline)
-            }
-        }
-    }
-
-    /// Who may answer to `nameOrID`.
-    private enum Candidates {
-        case byID(RemoteDevice)
-        case byName([RemoteDevice])
-    }
-
-    private func candidates(_ nameOrID: String, among filter: DeviceFilter, renamed: Bool) -> Candidates? {
-        let all = devices(matching: filter)
-        if let byID = all.first(where: { $0.info.id.lowercased() == nameOrID.lowercased() }) { return .byID(byID) }
-        guard enumerated else { return nil }
-        let named = all.filter { device in
-            device.info.name == nameOrID || known?.pin(for: device.info.id)?.name == nameOrID
-                || (renamed && KnownDevices.isConflictRename(device.info.name, of: nameOrID))
-        }
-        return named.isEmpty ? nil : .byName(named)
-    }
-
-    /// Waits until ``candidates(_:among:renamed:)`` has some, or `timeout` passes (nil).
-    private func settle(_ nameOrID: String, among filter: DeviceFilter, timeout: TimeAmount) -> EventLoopFuture<Candidates?> {
-        let promise = eventLoop.makePromise(of: Candidates?.self)
-        if let now = candidates(nameOrID, among: filter, renamed: true) {
-            promise.succeed(now)
-            return promise.futureResult
-        }
-        var watch: Watch?
-        var settled = false
-        let finish = { [self] (result: Candidates?) in
-            guard !settled else { return }
-            settled = true
-            if let watch { unwatch(watch) }
-            promise.succeed(result)
-        }
-        watch = self.watch(filter) { [self] _ in
-            if let now = candidates(nameOrID, among: filter, renamed: true) { finish(now) }
-        }
-        let onTimeout = NIOLoopBound(finish, eventLoop: eventLoop)
-        let timer = eventLoop.scheduleTask(in: timeout) { onTimeout.value(nil) }
-        promise.futureResult.whenComplete { _ in timer.cancel() }
-        return promise.futureResult
-    }
-
-    /// The candidates that prove, by `deadline` (at least a second from now), to be called
-    /// `name`: they describe themselves over a connection that checks who they are, giving
-    /// `name` (or having given it before). Failing those, the ones that give the name a
-    /// conflict moved them to (`name (2)`): while a stranger holds the name on the network,
-    /// the device that proves it is the account's is the one meant.
-    private func prove(_ name: String, among named: [RemoteDevice], until deadline: NIODeadline) -> EventLoopFuture<Lookup> {
-        let wait = max(deadline - .now(), .seconds(1))
-        let answers = named.map { [self] device in
-            client.describe(target(for: device), timeout: wait).map { [self] info, _ -> (RemoteDevice, exact: Bool)? in
-                if info.name == name || known?.pin(for: device.info.id)?.name == name { return (device, true) }
-                return KnownDevices.isConflictRename(info.name, of: name) ? (device, false) : nil
-            }.recover { [logger] error in
-                logger.notice("a device advertising a name did not prove it", metadata: [
-                    "name": "\(name)", "device": "\(device.info.id)", "error": "\(error)",
-                ])
-                return nil
-            }
-        }
-        return EventLoopFuture.whenAllSucceed(answers, on: eventLoop).map { results in
-            let exact = results.compactMap { $0?.exact == true ? $0?.0 : nil }
-            let proven = exact.isEmpty ? results.compactMap { $0?.0 } : exact
-            switch proven.count {
-            case 0: return .notFound
-            case 1: return .found(proven[0])
-            default: return .ambiguous(proven.map(\.info.id))
-            }
-        }
     }
 
     // MARK: bookkeeping

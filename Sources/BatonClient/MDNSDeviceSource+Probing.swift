@@ -49,6 +49,8 @@ extension MDNSDeviceSource {
         var ignoredHosts: [String: NIODeadline] = [:]
         /// Probes started so far.
         var started = 0
+        /// When each instance's last probe started (instances seen only).
+        var lastStarted: [String: NIODeadline] = [:]
         /// Whether ``startProbes()`` is running (a probe that completes at once calls it again),
         /// and whether it should look again when done.
         var starting = false
@@ -66,12 +68,20 @@ extension MDNSDeviceSource {
         return false
     }
 
-    /// One liveness round: every device seen waits for a probe (those that answered before at
-    /// the front, so that a stranger's devices never delay a real one's), then as many start as
-    /// the limits allow.
+    /// One liveness round: every device seen whose check is due waits for a probe (those that
+    /// answered before at the front, so that a stranger's devices never delay a real one's),
+    /// then as many start as the limits allow. A check is due `liveness / 3` after the last;
+    /// for a device that answered before and is `unavailable` now, at once.
     func checkLiveness() {
         forgetExpired()
-        let waiting = seen.keys.filter { !probing.queued.contains($0) && probing.inFlight[$0] == nil }
+        let now = eventLoop.now
+        // Rounds come a little late or early: a check a tenth of an interval early is on time.
+        let due = probeInterval - .nanoseconds(probeInterval.nanoseconds / 10)
+        let waiting = seen.keys.filter { instance in
+            guard !probing.queued.contains(instance), probing.inFlight[instance] == nil else { return false }
+            if probing.proven.contains(instance), seen[instance]?.status == .unavailable { return true }
+            return probing.lastStarted[instance].map { now - $0 >= due } ?? true
+        }
         let proven = waiting.filter { probing.proven.contains($0) }.sorted()
         let unproven = waiting.filter { !probing.proven.contains($0) }.sorted()
         probing.queue.insert(contentsOf: proven, at: 0)
@@ -120,6 +130,7 @@ extension MDNSDeviceSource {
             probing.inFlight[instance] = endpoint.host
             probing.busyHosts.insert(endpoint.host)
             probing.started += 1
+            probing.lastStarted[instance] = eventLoop.now
             probe(device).hop(to: eventLoop).whenComplete { [self] result in
                 finish(instance, device, endpoint, succeeded: result.isSuccess)
             }

@@ -5,8 +5,11 @@ import NIOCore
 
 /// Devices advertised over mDNS/DNS-SD as `_baton._tcp` instances. An instance that says
 /// goodbye or whose records expire is lost. Liveness: every device found is asked to describe
-/// itself every `liveness / 3`; one that does not answer is seen `unavailable`, and `available`
-/// again when it answers.
+/// itself every `liveness / 3`, each check with a deadline of its own (`2 × liveness / 3`, see
+/// ``probeTimeout(liveness:status:)``), so that one that vanishes without a goodbye is seen
+/// `unavailable` within `liveness`. A device that answered before and stopped is asked again
+/// every half second or so (afresh: its connection closed), so that it is `available` again
+/// about a second after it is back.
 ///
 /// What mDNS says is anyone's to say, so probes are bounded (see ``ProbeLimits``): a few at
 /// once, one at a time per host, and a device that never answered is given up on after a few
@@ -74,8 +77,8 @@ public final class MDNSDeviceSource: DeviceSource, @unchecked Sendable {
                 self.directory?.sourceEnumerated(self)
             }
         }
-        let interval = TimeAmount.nanoseconds(max(liveness.nanoseconds / 3, 100_000_000))
-        livenessTask = eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [weak self] _ in
+        let tick = TimeAmount.nanoseconds(max(min(liveness.nanoseconds / 3, Self.unavailableInterval.nanoseconds), 100_000_000))
+        livenessTask = eventLoop.scheduleRepeatedTask(initialDelay: tick, delay: tick) { [weak self] _ in
             self?.checkLiveness()
         }
     }
@@ -117,7 +120,9 @@ public final class MDNSDeviceSource: DeviceSource, @unchecked Sendable {
                 // Somewhere else now: what was proven there proves nothing here.
                 probing.proven.remove(service.instanceName)
             }
-            // A fresh advertisement means the agent is there.
+            // A fresh advertisement means the agent is there: its first check is due a round
+            // from now, as if it had just answered one.
+            if seen[service.instanceName] == nil { probing.lastStarted[service.instanceName] = eventLoop.now }
             seen[service.instanceName] = device
             directory?.source(self, sees: device, as: service.instanceName)
         case .removed(let instance, let reason):
@@ -128,8 +133,23 @@ public final class MDNSDeviceSource: DeviceSource, @unchecked Sendable {
         }
     }
 
+    /// Between checks of a device that answered before and stopped.
+    static let unavailableInterval = TimeAmount.milliseconds(500)
+
+    /// Between checks of a device: `liveness / 3` (at least 100 ms).
+    var probeInterval: TimeAmount { .nanoseconds(max(liveness.nanoseconds / 3, 100_000_000)) }
+
+    /// How long one check of a device may wait for its answer: two thirds of `liveness` (at
+    /// least 200 ms), so that checks every `liveness / 3` see a device that vanished within
+    /// `liveness`; at most a second for a device already `unavailable`, asked again often.
+    public static func probeTimeout(liveness: TimeAmount, status: DeviceStatus) -> TimeAmount {
+        let timeout = TimeAmount.nanoseconds(max(liveness.nanoseconds * 2 / 3, 200_000_000))
+        return status == .available ? timeout : min(timeout, .seconds(1))
+    }
+
     func lose(_ instance: String) {
         probing.proven.remove(instance)
+        probing.lastStarted[instance] = nil
         guard seen.removeValue(forKey: instance) != nil else { return }
         directory?.source(self, lost: instance)
     }

@@ -16,6 +16,7 @@ public final class PeerDeviceSource: DeviceSource, @unchecked Sendable {
     private weak var directory: (any DeviceSourceDelegate)?
     private var task: RepeatedTask?
     private var last: RemoteDevice?
+    private var polling = false
 
     /// A source for the agent at `address`, asked with `describe` (which fails when it does
     /// not answer); `account` is the account it proves to be of.
@@ -49,7 +50,11 @@ public final class PeerDeviceSource: DeviceSource, @unchecked Sendable {
     }
 
     private func poll(first: Bool) {
+        // One check at a time: each has a deadline of its own (the directory gives it).
+        guard !polling else { return }
+        polling = true
         describe(address).whenComplete { [self] result in
+            polling = false
             switch result {
             case .success(let info):
                 var device = RemoteDevice(info: info, endpoints: [address], account: account, sources: [.peer])

@@ -42,7 +42,7 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
         runtime.register("send", in: -1, qualifier: "baton.appservice") { [self] call in try sendOnce(call) }
         lua.rawSet(m, field: "appservice")
 
-        luaL_newmetatable(lua.pointer, LuaDevice.metatable)
+        LuaDevice.pushMetatable(runtime)
         lua.newTable()
         runtime.register("apps", in: -1, qualifier: "device") { [self] call in try apps(call) }
         lua.rawSet(-2, field: "__index")
@@ -100,45 +100,37 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
         return .nanoseconds(Int64(seconds * 1e9))
     }
 
-    /// `baton.find(x [, {timeout =, required =}])`: `"host:port"` asks that agent; a name or
-    /// an id is looked for in the directory (mDNS and `--peer` devices) until found or the
-    /// timeout: `nil, "not_found"`, or `nil, "ambiguous", detail` when several devices share the
-    /// name; an address that does not answer as an agent of this account, `nil`, its status
-    /// (`remote_system_unavailable`, `denied_by_local_system`), why and its cause. With
-    /// `required = true` those raise an error instead: `not_found` (68) for a name, and for an
-    /// address the class of its cause (`unavailable` 69, `denied` 77, `timeout` 3).
+    /// `baton.find(x [, {timeout =, required =}])`: `"host:port"` asks that agent; a name (any
+    /// case) or an id is looked for where the device was last reached and in the directory
+    /// (mDNS and `--peer` devices) until found or the timeout: `nil, "not_found", detail,
+    /// cause` for a name nobody knows (the detail suggests the closest known names), `nil,
+    /// "ambiguous", detail, cause` when several devices share the name, `nil,
+    /// "remote_system_unavailable", detail, "not_answering"` for a known device (enrolled, met or
+    /// reached before) that answers nowhere; an address that does not answer as an agent of
+    /// this account, `nil`, its status (`remote_system_unavailable`, `denied_by_local_system`),
+    /// why and its cause. With `required = true` those raise an error of the cause's class
+    /// instead: `not_found` (68), `unavailable` (69), `denied` (77), `timeout` (3).
     private func find(_ call: HostCall) throws -> HostResult {
         let target = try call.string(1)
         let runtime = call.runtime
         let timeout = try DiscoveryModule.timeout(call, 2, allowing: ["required"])
         let required = call.lua.type(at: 2) == .table ? try OptionTable(call, at: 2, function: call.name).bool("required") ?? false : false
-        @Sendable func ambiguity(_ ids: [String]) -> String {
-            "\(ids.count) devices are named \"\(target)\": \(ids.joined(separator: ", ")); find one by id"
-        }
         guard let address = DeviceAddress(target) else {
             let found = try access.directory.find(target, timeout: timeout).flatMapThrowing { result in
-                guard required else { return result }
-                switch result {
-                case .found: return result
-                case .notFound: throw HostError.caused(.notFound, "no device named or with the id \"\(target)\" was found")
-                case .ambiguous(let ids): throw HostError.caused(.notFound, ambiguity(ids))
-                }
+                guard required, let failure = result.failure(for: target) else { return result }
+                throw HostError.caused(failure.cause, failure.message)
             }
             return try runtime.wait(call, for: found) { result, lua in
-                switch result {
-                case .found(let device):
-                    LuaDevice.push(device, on: lua, runtime: runtime)
-                    return 1
-                case .notFound:
+                guard case .found(let device) = result else {
+                    let failure = result.failure(for: target) ?? .notFound(target, suggestions: [])
                     lua.pushNil()
-                    lua.push("not_found")
-                    return 2
-                case .ambiguous(let ids):
-                    lua.pushNil()
-                    lua.push("ambiguous")
-                    lua.push(ambiguity(ids))
-                    return 3
+                    lua.push(failure.status)
+                    lua.push(failure.message)
+                    lua.push(failure.cause.rawValue)
+                    return 4
                 }
+                LuaDevice.push(device, on: lua, runtime: runtime)
+                return 1
             }
         }
         let found = try access.client.describe(DeviceTarget(address), timeout: timeout)

@@ -39,6 +39,9 @@ public final class DiscoveryModule: LuaModule, @unchecked Sendable {
         runtime.register("watch", in: m, qualifier: "baton") { [self] call in try startWatch(call) }
         luaL_newmetatable(lua.pointer, Self.filterMetatable)
         lua.pop()
+        // Device tables it pushes print as their names, with or without the client module.
+        LuaDevice.pushMetatable(runtime)
+        lua.pop()
         luaL_newmetatable(lua.pointer, Self.watcherMetatable)
         lua.newTable()
         runtime.register("stop", in: -1, qualifier: "watcher") { [self] call in try stopWatch(call) }

@@ -57,7 +57,7 @@ struct ClientOptions: ParsableArguments {
 /// Reading the DEVICE argument: `host:port`, or a device's name or id found by discovery.
 enum DeviceArgument {
     static let help = ArgumentHelp(
-        "The device: its name or id (found by discovery and --peer), or its agent as host:port, e.g. 192.168.1.20:47300 or [fe80::1]:47300.",
+        "The device: its name (any case) or id (found where it was last reached, by discovery and --peer), or its agent as host:port, e.g. 192.168.1.20:47300 or [fe80::1]:47300.",
         valueName: "device")
 
     /// The address `text` names when it is `host:port`, nil for a name or id; a usage error
@@ -73,17 +73,18 @@ enum DeviceArgument {
         return nil
     }
 
-    /// The device `text` names: an agent's `host:port`, or a name or id looked up through
-    /// discovery (then reached by its id and every route discovery knows); throws a
-    /// ``CommandFailure`` (`not_found`, `ambiguous`) when no single device answers to it.
+    /// The device `text` names: an agent's `host:port`, or a name (any case) or id looked up
+    /// through discovery and the routes where devices were last reached (then reached by its id
+    /// and every route known); throws a ``CommandFailure`` when no single device answers to it:
+    /// `not_found` (68) for a name nobody knows (with the closest known names) or several
+    /// devices share, `remote_system_unavailable` (69) for a known device that answers nowhere.
     static func resolve(
         _ text: String, client: BatonClient, discovery: DiscoveryOptions, authorization: AuthorizationKind, timeout: TimeAmount
     ) throws -> DeviceTarget {
         if let address = try parse(text) { return DeviceTarget(address) }
         let directory = try discovery.makeDirectory(client: client)
         let lookup = try client.eventLoop.flatSubmit {
-            directory.start()
-            return directory.find(text, among: DeviceFilter(authorization: authorization), timeout: timeout).map { lookup in
+            directory.find(text, among: DeviceFilter(authorization: authorization), timeout: timeout).map { lookup in
                 if case .found(let device) = lookup { return (lookup, Optional(directory.target(for: device))) }
                 return (lookup, nil)
             }.always { _ in directory.stop() }
@@ -91,29 +92,20 @@ enum DeviceArgument {
         let problem: DeviceLookupError
         switch lookup {
         case (.found, let target?) where !target.routes.isEmpty: return target
-        case (.found, _), (.notFound, _): problem = .notFound(text)
-        case (.ambiguous(let ids), _): problem = .ambiguous(text, ids)
+        case (.found, _): problem = .notFound(text, suggestions: [])
+        case (let failed, _): problem = failed.failure(for: text) ?? .notFound(text, suggestions: [])
         }
         throw problem.failure
     }
 }
 
-/// Why a DEVICE name or id did not lead to one device.
-enum DeviceLookupError: Error, CustomStringConvertible {
-    case notFound(String)
-    case ambiguous(String, [String])
-
+extension DeviceLookupError {
     /// The failure a command ends with: its status, its cause and why.
     var failure: CommandFailure {
-        switch self {
-        case .notFound(let name):
-            CommandFailure(status: "not_found", cause: .notFound, detail: "no device named or with the id \"\(name)\" was found (see baton devices; --peer HOST:PORT for networks without multicast)")
-        case .ambiguous(let name, let ids):
-            CommandFailure(status: "ambiguous", cause: .notFound, detail: "\(ids.count) devices are named \"\(name)\": \(ids.joined(separator: ", ")); give the id instead")
-        }
+        var detail = message
+        if case .notFound = self { detail += " (see baton devices; --peer HOST:PORT for networks without multicast)" }
+        return CommandFailure(status: status, cause: cause, detail: detail)
     }
-
-    var description: String { failure.text }
 }
 
 extension BatonClient {

@@ -273,7 +273,7 @@ struct CLITests {
 
     @Test("a DEVICE name or id that discovery does not find answers not_found, exit 68", arguments: [
         ["launch", "living-room-tv", "media:x"],
-        ["send", "Living Room TV", "echo", "--app", "a"],
+        ["send", "Living Room TV nobody has", "echo", "--app", "a"],
         ["describe", "tv.local"],
     ])
     func unknownDevice(_ arguments: [String]) async throws {

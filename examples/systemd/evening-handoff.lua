@@ -1,5 +1,6 @@
 -- The job evening-handoff.service runs: move the phone's playback to the TV, once a day.
--- Exit codes say what went wrong: 68 a device was not found, 69 one was unavailable, 3 timeout.
+-- Exit codes say what went wrong: 68 a device name nobody knows (a typo; the message suggests
+-- the closest known names), 69 a known device that is switched off or off the network, 3 timeout.
 local phone = baton.find("Phone", { required = true, timeout = 5 })
 local tv = baton.find("Living Room TV", { required = true, timeout = 5 })
 -- The key makes a retried run (systemd's restart, a second timer tick) not hand off twice.
