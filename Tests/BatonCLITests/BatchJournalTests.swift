@@ -27,7 +27,7 @@ struct BatchJournalTests {
           local p = io.open("pid.txt", "w") p:write(pid) p:close()
           local f = io.open("effects.txt", "a") f:write(ctx.key, "\\n") f:close()
           if ctx.key == "\(stop)" then os.execute("kill -9 " .. pid) baton.sleep(30) end
-          local deadline = baton.now() + 20
+          local deadline = baton.now() + 60
           while \(gated) and not io.open("release") and baton.now() < deadline do baton.sleep(0.02) end
         end
         function verify(item, ctx) return has(ctx.key) end
@@ -49,9 +49,10 @@ struct BatchJournalTests {
         return report["counts"] as? [String: Int] ?? [:]
     }
 
-    /// Waits (20 s at most) until `file` in `dir` contains `text`.
+    /// Waits (60 s at most: a loaded machine starts a debug build slowly) until `file` in `dir`
+    /// contains `text`.
     static func waitFor(_ text: String, in file: String, _ dir: ScriptDirectory) async throws {
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if let now = try? String(contentsOf: dir.url.appendingPathComponent(file), encoding: .utf8), now.contains(text) { return }
             try await Task.sleep(for: .milliseconds(20))
