@@ -55,7 +55,9 @@ struct AgentCommand: ParsableCommand {
             and through --peer. It runs on a thread of its own, apart from the connections: a \
             provider or launch function still running at its request's deadline is stopped \
             there (even inside a pattern match) and its caller answered unknown (timed out), \
-            while other callers are served meanwhile. Its memory is capped at 256M.
+            while other callers are served meanwhile. One stuck in a C function no deadline \
+            reaches (a blocking os.execute) is ended by starting the agent again after \
+            --lua-stall (30s). Its memory is capped at 256M.
 
             When ready, prints one line to stdout: listening on HOST:PORT id=ID name="NAME". \
             SIGINT or SIGTERM shuts down cleanly: open channels get canceled, requests in \
@@ -95,6 +97,11 @@ struct AgentCommand: ParsableCommand {
         valueName: "duration"))
     var busyPoll: String = "50us"
 
+    @Option(name: .customLong("lua-stall"), help: ArgumentHelp(
+        "When the agent's Lua has not come back to its loop for this long (a launch function or provider stuck in a C function no deadline reaches, such as a blocking os.execute), the agent starts itself again (exec, same pid): connections drop, players it started are attached to again. Keep it above 10s (a task may run Lua that long without waiting). 0 never does.",
+        valueName: "duration"))
+    var luaStall: String = "30s"
+
     // For tests: how long a client may stay silent before it must have said Hello.
     @Option(name: .customLong("hello-timeout"), help: .hidden)
     var helloTimeout: String = "10s"
@@ -111,6 +118,9 @@ struct AgentCommand: ParsableCommand {
         }
         for peer in peers where DeviceAddress(peer) == nil {
             throw ValidationError("Invalid --peer '\(peer)': use HOST:PORT, e.g. 192.168.1.20:47300.")
+        }
+        guard let stall = DurationText.parse(luaStall), stall == .zero || stall >= .seconds(2) else {
+            throw ValidationError("Invalid --lua-stall '\(luaStall)': use 0 or a duration of 2s or more, e.g. 30s.")
         }
         guard DurationText.parse(helloTimeout) != nil else {
             throw ValidationError("Invalid --hello-timeout '\(helloTimeout)': use a duration like 10s.")
@@ -195,6 +205,7 @@ struct AgentCommand: ParsableCommand {
         print("listening on \(bound) id=\(device.id) name=\"\(device.name)\"")
         fflush(nil)
         logger.info("agent ready", metadata: ["name": "\(device.name)", "address": "\(bound)"])
+        let watchdog = LuaStallWatchdog.start(watching: loop, limit: DurationText.parse(luaStall)!, logger: logger)
         // Plaintext agents listen on loopback, where nothing is advertised: no account to show.
         let account = insecure ? "" : credentials.fingerprint.hex
         let advertiser = mdns
@@ -203,6 +214,7 @@ struct AgentCommand: ParsableCommand {
         var received: Int32 = 0
         sigwait(&shutdownSignals, &received)
         logger.info("shutting down", metadata: ["signal": "\(received == SIGINT ? "SIGINT" : "SIGTERM")"])
+        watchdog?.standDown()
         // The goodbye first, so that watchers drop the device before its port closes.
         try? advertiser?.stop().wait()
         try? server.shutdown().wait()
