@@ -2,6 +2,7 @@ import ArgumentParser
 import BatonClient
 import BatonCore
 import BatonNet
+import BatonSecurity
 import Foundation
 import NIOCore
 
@@ -20,7 +21,8 @@ struct DevicesCommand: ParsableCommand {
             With --watch, prints events until interrupted: added, updated, removed, \
             enumeration_completed, error. With --json, the list is one JSON array of \
             {id, name, kind, platform, model, manufacturer, address, addresses, transport, \
-            status, account, sources} and each event is one JSON object on a line: \
+            status, account, proven, sources}: account is what the device's source claims, \
+            proven whether a handshake proved it of this account (or you enrolled it) and each event is one JSON object on a line: \
             {"event": "added", "device": {...}}.
 
             Examples:
@@ -91,7 +93,8 @@ struct DevicesCommand: ParsableCommand {
         if watch {
             try loop.submit {
                 directory.start()
-                _ = directory.watch(filter) { event in Self.emit(event, json: json) }
+                let known = baton.options.security.trustStore?.known
+                _ = directory.watch(filter) { event in Self.emit(event, json: json, known: known) }
             }.wait()
             // Until interrupted: SIGINT's default action ends the process.
             while true { sleep(3600) }
@@ -109,7 +112,8 @@ struct DevicesCommand: ParsableCommand {
         let devices = try loop.submit { directory.devices(matching: filter) }.wait()
         baton.finish()
         if json {
-            print(JSON.array(devices.map(DeviceJSON.object)).serialized())
+            let known = baton.options.security.trustStore?.known
+            print(JSON.array(devices.map { DeviceJSON.object($0, known: known) }).serialized())
         } else {
             print(Self.table(devices))
         }
@@ -120,13 +124,13 @@ struct DevicesCommand: ParsableCommand {
         Baton.exitProcess(0)
     }
 
-    static func emit(_ event: DeviceDirectory.Event, json: Bool) {
+    static func emit(_ event: DeviceDirectory.Event, json: Bool, known: KnownDevices? = nil) {
         let line: String
         switch event {
         case .added(let d), .updated(let d), .removed(let d):
             let name = switch event { case .added: "added"; case .updated: "updated"; default: "removed" }
             line = json
-                ? JSON.object([.init("event", .string(name)), .init("device", DeviceJSON.object(d))]).serialized()
+                ? JSON.object([.init("event", .string(name)), .init("device", DeviceJSON.object(d, known: known))]).serialized()
                 : "\(name) \(d.info.name) (\(d.info.kind.rawValue), \(d.endpoints.first?.description ?? "-"), \(d.info.id))"
         case .enumerationCompleted:
             line = json ? #"{"event":"enumeration_completed"}"# : "enumeration completed"
@@ -152,7 +156,9 @@ struct DevicesCommand: ParsableCommand {
 
 /// Devices as JSON, the same shape everywhere Baton prints one.
 enum DeviceJSON {
-    static func object(_ device: RemoteDevice) -> JSON {
+    /// `proven`: whether a handshake proved the device of this account (or the holder enrolled
+    /// it), as `known` (the account's pins) has it; `account` is only what its source claims.
+    static func object(_ device: RemoteDevice, known: KnownDevices? = nil) -> JSON {
         .object([
             .init("id", .string(device.info.id)),
             .init("name", .string(device.info.name)),
@@ -165,6 +171,7 @@ enum DeviceJSON {
             .init("transport", .string(device.transport.rawValue)),
             .init("status", .string(device.status.rawValue)),
             .init("account", .string(device.account)),
+            .init("proven", .bool(known?.isOwn(device.info.id) ?? false)),
             .init("sources", .array(device.sources.sorted().map { .string($0.rawValue) })),
         ])
     }

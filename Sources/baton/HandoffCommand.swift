@@ -179,7 +179,7 @@ struct HandoffCommand: ParsableCommand {
         if let error = report.positionErrorMs { figures.append("error \(milliseconds(error))") }
         if let overlap = report.overlapMs { figures.append(overlap >= 0 ? "overlap \(milliseconds(overlap))" : "gap \(milliseconds(-overlap))") }
         figures.append("latency \(milliseconds(report.latencyMs))")
-        if report.corrected { figures.append("corrected by a seek") }
+        if report.corrected { figures.append(report.seeks == 1 ? "corrected by a seek" : "corrected by \(report.seeks) seeks") }
         if report.rolledBack { figures.append("rolled back") }
         Swift.print("  " + figures.joined(separator: ", "))
         Swift.print("  phases: " + report.phases.map { "\($0.name) \(milliseconds($0.ms))" }.joined(separator: ", "))

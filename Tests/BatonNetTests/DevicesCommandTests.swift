@@ -29,6 +29,8 @@ struct DevicesCommandTests {
             #expect(devices.count == 1)
             #expect(first.first { $0.key == "id" }?.value == .string(agent.id))
             #expect(first.first { $0.key == "sources" }?.value == .array([.string("peer")]))
+            // Of this account, and proven so (enrolled, and its Describe came over TLS).
+            #expect(first.first { $0.key == "proven" }?.value == .bool(true), "\(all)")
 
             let bad = try await runBaton(["devices", "--kind", "toaster"])
             #expect(bad.code == 2 && bad.stderr.contains("--kind 'toaster'"), "\(bad)")

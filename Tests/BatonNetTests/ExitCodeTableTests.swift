@@ -48,19 +48,24 @@ struct ExitCodeTableTests {
     @Test("every command that meets the failure ends with the same class and exit code", arguments: Kind.allCases)
     func table(kind: Kind) async throws {
         let fixture = try await Fixture.make(kind)
-        defer { fixture.cleanUp() }
-        #expect(fixture.runs.count >= 3, "a kind must be met by several commands to compare them")
-        for run in fixture.runs {
-            let result = try await runBaton(run.arguments + ["--log-format", "json"])
-            check(result, run, kind)
+        do {
+            #expect(fixture.runs.count >= 3, "a kind must be met by several commands to compare them")
+            for run in fixture.runs {
+                let result = try await runBaton(run.arguments + ["--log-format", "json"])
+                check(result, run, kind)
+            }
+            for (label, script) in fixture.scripts {
+                let result = try await runBaton(["run", "--log-format", "json", "--no-mdns", "--connect-timeout", fixture.connectTimeout, "-e", script])
+                check(result, Run(label: "run: \(label)", arguments: [], jsonObject: false), kind)
+            }
+            if let job = fixture.batchJob {
+                try await checkBatch(job: job, kind: kind)
+            }
+        } catch {
+            await fixture.stop()
+            throw error
         }
-        for (label, script) in fixture.scripts {
-            let result = try await runBaton(["run", "--log-format", "json", "--no-mdns", "--connect-timeout", fixture.connectTimeout, "-e", script])
-            check(result, Run(label: "run: \(label)", arguments: [], jsonObject: false), kind)
-        }
-        if let job = fixture.batchJob {
-            try await checkBatch(job: job, kind: kind)
-        }
+        await fixture.stop()
     }
 
     @Test("a failed request returns its status, why in words (the provider's own error) and, last, its cause; baton.check raises err.class and err.cause")
@@ -142,11 +147,17 @@ struct ExitCodeTableTests {
         var keep: [AnyObject] = []
         var cleanUps: [() -> Void] = []
 
-        func cleanUp() { for cleanUp in cleanUps { cleanUp() } }
+        var agents: [AgentProcess] = []
+
+        /// Stops every agent and waits for it: one killed, or ended with the test process,
+        /// would leave the mpv it started running.
+        func stop() async {
+            for cleanUp in cleanUps { cleanUp() }
+            for agent in agents { await agent.stop() }
+        }
 
         mutating func add(_ agent: AgentProcess) {
-            keep.append(agent)
-            cleanUps.append { agent.signal(SIGKILL) }
+            agents.append(agent)
         }
 
         /// launch, describe, send (echo of the fixtures' services), handoff from `device` to

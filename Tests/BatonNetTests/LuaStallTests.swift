@@ -17,7 +17,7 @@ struct LuaStallTests {
     func stuckInCStartsAgain() async throws {
         let directory = try TemporaryDirectory()
         #expect(mkfifo(directory.file("fifo"), 0o600) == 0)
-        let port = try Self.freePort()
+        let port = RevocationPushTests.unusedPort()
         let config = """
             device{ name = "Stall Test", kind = "tv" }
             app{ id = "org.test.stall", services = {
@@ -44,20 +44,5 @@ struct LuaStallTests {
         #expect(agent.isRunning)
         #expect(agent.log.contains("stuck in a C function no deadline reaches; starting the agent again"), "\(agent.log)")
         #expect(await agent.stop() == 0)
-    }
-
-    /// A loopback port free a moment ago.
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw AgentFailure("no free port: \(String(cString: strerror(errno)))") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
