@@ -44,7 +44,8 @@ extension Agent {
 /// A request for a provider, handed from the serving loop to the runtime's and back with its
 /// answer: one object a request, which also stops its task if the caller gives up.
 final class ProviderCall: RequestCanceller, @unchecked Sendable {
-    unowned let agent: Agent
+    /// Strong: the call keeps its agent (and so the mailbox that brings it back) alive.
+    let agent: Agent
     let channel: AgentConnection.ServiceChannel
     let provider: LuaReference
     let message: ServiceMessage
