@@ -26,8 +26,10 @@ struct LuaStallTests {
             """
         let agent = try await AgentProcess.start(
             config: config, arguments: ["--listen", "127.0.0.1:\(port)", "--lua-stall", "3s", "--no-mdns"], directory: directory)
-        let client = makeClient(connectTimeout: .seconds(2))
+        let client = makeClient(connectTimeout: .seconds(10))
         defer { client.shutdown() }
+        // Connected first: the stuck call's 2 s are the provider's, not a loaded handshake's.
+        #expect(try await client.describe(agent.address).get().0.name == "Stall Test")
 
         let stuck = try await client.send([:], to: "stuck", app: "org.test.stall", on: DeviceTarget(agent.address), timeout: .seconds(2)).get()
         #expect(stuck.status == .unknown && stuck.detail.contains("timed out"), "\(stuck)")

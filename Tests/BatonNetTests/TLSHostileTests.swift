@@ -292,7 +292,9 @@ struct TLSHostileTests {
         let connection = try await PeerConnector.connect(
             host: "127.0.0.1", port: try #require(server.localAddress?.port), on: clientGroup.next(), security: phone.security,
             expecting: PeerExpectation(deviceID: hostile.id), hello: Hello(),
-            logger: Logger(label: "phone") { _ in logs }).get()
+            // A deadline, not a measure: a loaded machine (every suite at once) can take
+            // seconds over a TLS handshake and Hello.
+            connectTimeout: .seconds(20), logger: Logger(label: "phone") { _ in logs }).get()
         #expect(try await connection.eventLoop.submit { connection.isOpen }.get(), "the connection did not stand")
         let refused = logs.lines.filter { $0.contains("refused the agent's revocation list") }
         #expect(refused.count == 1, "\(logs.lines)")
