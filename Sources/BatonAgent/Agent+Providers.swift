@@ -19,10 +19,11 @@ extension Agent {
     /// Runs the provider of a call the serving loop handed over; on the runtime's loop. A plain
     /// message table is written into wire bytes here, so that the serving loop only copies it.
     func start(_ call: ProviderCall) {
+        // Given up before it crossed: never started.
         guard !call.cancelled else { return }
         let runtime = self.runtime
         let (message, object) = (call.message, call.channel.conn.object)
-        call.task = runtime.startTask(
+        let task = runtime.startTask(
             function: call.provider, name: call.channel.taskName, deadline: call.responder.context.deadline,
             arguments: { lua in
                 runtime.push(message, on: lua)
@@ -38,21 +39,20 @@ extension Agent {
             }
             providerAnswers!.post(call)
         }
+        call.started(task)
     }
 }
 
 /// A request for a provider, handed from the serving loop to the runtime's and back with its
-/// answer: one object a request, which also stops its task if the caller gives up.
-final class ProviderCall: RequestCanceller, @unchecked Sendable {
-    /// Strong: the call keeps its agent (and so the mailbox that brings it back) alive.
+/// answer: one object a request, which is also the ``LuaWork`` that stops its task if the
+/// caller gives up.
+final class ProviderCall: LuaWork, @unchecked Sendable {
+    /// Strong: the call keeps its agent alive until it is answered.
     let agent: Agent
     let channel: AgentConnection.ServiceChannel
     let provider: LuaReference
     let message: ServiceMessage
     let responder: ServiceResponder
-    /// The running task, and whether the caller gave up: on the runtime's loop only.
-    var task: LuaTaskID?
-    var cancelled = false
     /// Set on the runtime's loop before the call goes back, read on the serving loop after.
     var reply: Reply?
 
@@ -68,6 +68,7 @@ final class ProviderCall: RequestCanceller, @unchecked Sendable {
         self.provider = provider
         self.message = message
         self.responder = responder
+        super.init(runtime: agent.runtime, logger: agent.logger)
     }
 
     /// Sends the answer; on the serving loop.
@@ -76,17 +77,6 @@ final class ProviderCall: RequestCanceller, @unchecked Sendable {
         case .encoded(let members)?: _ = responder.respond(source: members)
         case .reply(let reply)?: responder.respond(reply)
         case nil: break
-        }
-    }
-
-    /// The caller gave up (on the serving loop): the task stops, or never starts.
-    func cancel(_ token: Int) {
-        let runtime = agent.runtime
-        runtime.eventLoop.execute { [self] in
-            cancelled = true
-            if let task, runtime.cancelTask(task) {
-                agent.logger.notice("cancelled a task whose caller gave up", metadata: ["task": "\(task)"])
-            }
         }
     }
 }

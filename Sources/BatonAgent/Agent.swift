@@ -61,7 +61,7 @@ public final class Agent: @unchecked Sendable {
         self.channelObjects = ChannelObjects(runtime: runtime, keepsRunAlive: false)
         self.players = Self.makePlayers(for: configuration, on: runtime.eventLoop, logger: logger)
         for player in players.values { player.start() }
-        providerCalls = LoopMailbox(to: runtime.eventLoop, from: servingLoop) { [unowned self] call in start(call) }
+        providerCalls = LoopMailbox(to: runtime.eventLoop, from: servingLoop) { call in call.agent.start(call) }
         providerAnswers = LoopMailbox(to: servingLoop, from: runtime.eventLoop) { call in call.answer() }
     }
 
@@ -219,7 +219,7 @@ public final class Agent: @unchecked Sendable {
     ) -> EventLoopFuture<(LaunchStatus, String)> {
         let promise = servingLoop.makePromise(of: (LaunchStatus, String).self)
         let cancellation = LuaWork(runtime: runtime, logger: logger)
-        context?.whenCancelled { cancellation.cancel() }
+        context?.whenCancelled(tell: cancellation, token: 0)
         let deadline = context?.deadline
         let start: @Sendable () -> Void = { [self] in
             startLaunchFunction(app: id, function: function, uri: uri, data: data, deadline: deadline, cancellation: cancellation, logger: logger, promise: promise)
@@ -375,13 +375,14 @@ public final class Agent: @unchecked Sendable {
 }
 
 /// A Lua task started for a request that is served on another loop: cancelled when its
-/// caller gives up, whether that comes before the task has started or after.
-final class LuaWork: @unchecked Sendable {
+/// caller gives up, whether that comes before the task has started or after. Registered with
+/// the request's context as its canceller, so a request needs no closure of its own.
+class LuaWork: RequestCanceller, @unchecked Sendable {
     private let runtime: LuaRuntime
     private let logger: Logger
     /// Both touched on the runtime's loop only.
     private var task: LuaTaskID?
-    private var cancelled = false
+    private(set) var cancelled = false
 
     init(runtime: LuaRuntime, logger: Logger) {
         self.runtime = runtime
@@ -389,7 +390,7 @@ final class LuaWork: @unchecked Sendable {
     }
 
     /// The caller gave up. Call on any loop.
-    func cancel() {
+    func cancel(_ token: Int = 0) {
         guard runtime.eventLoop.inEventLoop else { return runtime.eventLoop.execute { self.cancel() } }
         cancelled = true
         if let task { stop(task) }

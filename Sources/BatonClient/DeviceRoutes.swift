@@ -1,6 +1,5 @@
 import BatonCore
 import BatonSecurity
-import Dispatch
 import NIOConcurrencyHelpers
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +14,7 @@ import Glibc
 /// device's id and account in its handshake (``KnownDevices`` pins what handshakes proved), and
 /// a device reached there counts for a name only when it gives that name.
 ///
-/// Safe from any thread. Writes go to a queue of their own (merged under a lock file of their
+/// Safe from any thread. Writes go through ``FolderWrites`` (merged under a lock file of their
 /// own with what other processes wrote) and are finished before the process exits.
 public final class DeviceRoutes: Sendable {
     /// The file's name in the configuration folder.
@@ -47,14 +46,11 @@ public final class DeviceRoutes: Sendable {
 
     private let folder: ConfigurationFolder?
     private let entries: NIOLockedValueBox<[String: Entry]>
-    private static let writer = DispatchQueue(label: "baton.device-routes")
-    private static let flushedAtExit: Void = { atexit { DeviceRoutes.writer.sync {} } }()
 
     /// The routes remembered in `folder` (none, and nothing written, when nil). A damaged file
     /// counts as empty.
     public init(folder: ConfigurationFolder?) {
         self.folder = folder
-        _ = Self.flushedAtExit
         entries = NIOLockedValueBox(folder.flatMap { try? Self.read(in: $0) } ?? [:])
     }
 
@@ -91,7 +87,7 @@ public final class DeviceRoutes: Sendable {
             return entry
         }
         guard let changed, let folder else { return }
-        Self.writer.async {
+        FolderWrites.async {
             try? folder.withLock(Self.lockFile) {
                 var all = (try? Self.read(in: folder)) ?? [:]
                 all[id] = changed
@@ -107,7 +103,7 @@ public final class DeviceRoutes: Sendable {
 
     /// Waits until every route learnt so far is in the file.
     public static func flush() {
-        writer.sync {}
+        FolderWrites.flush()
     }
 
     static func read(in folder: ConfigurationFolder) throws -> [String: Entry] {

@@ -1,6 +1,5 @@
 import BatonCore
 import Crypto
-import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -56,10 +55,6 @@ public final class KnownDevices: Sendable {
 
     private let folder: ConfigurationFolder?
     private let own: AccountFingerprint
-    /// Where the file is written, one write after another.
-    private static let writer = DispatchQueue(label: "baton.known-devices")
-    /// Writes still queued are finished when the process exits (`exit`, or `main` returning).
-    private static let flushedAtExit: Void = { atexit { KnownDevices.writer.sync {} } }()
     private let pins: NIOLockedValueBox<[String: Pin]>
 
     /// The pins of `folder` for a device of account `own`; nothing is written when `folder` is
@@ -68,7 +63,6 @@ public final class KnownDevices: Sendable {
     public init(folder: ConfigurationFolder?, own: AccountFingerprint) {
         self.folder = folder
         self.own = own
-        _ = Self.flushedAtExit
         var pins = folder.map { (try? Self.read(in: $0)) ?? [:] } ?? [:]
         // The devices the account's holder enrolled are its own before any handshake.
         for device in folder.flatMap({ try? EnrolledDevice.all(in: $0) }) ?? [] where pins[device.id.lowercased()] == nil {
@@ -164,7 +158,7 @@ public final class KnownDevices: Sendable {
         guard pins.withLockedValue({ $0.removeValue(forKey: id) }) != nil else { return false }
         guard let folder else { return true }
         // After any write still queued, which might put it back.
-        try Self.writer.sync {
+        try FolderWrites.sync {
             try folder.withLock(Self.lockFile) {
                 var all = (try? Self.read(in: folder)) ?? [:]
                 all[id] = nil
@@ -192,11 +186,11 @@ public final class KnownDevices: Sendable {
     // MARK: the file
 
     /// Writes one pin, merged under the folder's lock with what the file holds now (another
-    /// process may have learnt others meanwhile), on the writer's queue: a handshake's
+    /// process may have learnt others meanwhile), through ``FolderWrites``: a handshake's
     /// verification calls it on an event loop.
     private func save(_ id: String, _ pin: Pin) {
         guard let folder else { return }
-        Self.writer.async {
+        FolderWrites.async {
             try? folder.withLock(Self.lockFile) {
                 var all = (try? Self.read(in: folder)) ?? [:]
                 all[id] = pin
@@ -207,7 +201,7 @@ public final class KnownDevices: Sendable {
 
     /// Waits until every pin learnt so far is in the file.
     public static func flush() {
-        writer.sync {}
+        FolderWrites.flush()
     }
 
     static func read(in folder: ConfigurationFolder) throws -> [String: Pin] {

@@ -135,12 +135,8 @@ struct HandoffCommand: ParsableCommand {
             }
         }
         let (source, target) = (try resolve(from), try resolve(to))
-        // One device twice is refused before anything is asked of it.
-        if (source.deviceID != nil && source.deviceID?.lowercased() == target.deviceID?.lowercased()) || (!source.routes.isEmpty && source.routes == target.routes) {
-            output.exit(CommandFailure(
-                status: HandoffStatus.sameDevice.rawValue, cause: .usage,
-                detail: "\(from) and \(to) are the same device (\(source)): a device cannot be handed to itself"), client: baton)
-        }
+        // One device twice (same_device, exit 2) is refused by the handoff itself, before
+        // anything is asked of either.
         let promise = baton.eventLoop.makePromise(of: HandoffReport.self)
         promise.completeWithTask { await baton.handoff(from: source, to: target, options: options) }
         let report = try promise.futureResult.wait()
