@@ -87,20 +87,43 @@ public enum DeviceStatus: String, Sendable, CaseIterable, Codable {
 public enum DeviceRoute: Sendable, Hashable, CustomStringConvertible {
     /// The agent's TCP listener (from an mDNS SRV record and its addresses, or a static peer).
     case tcp(RemoteDevice.Endpoint)
+    /// The agent's inbox on the account's MQTT 5 broker (from the device's presence there).
+    case broker(BrokerRoute)
 
     /// The TCP endpoint, for a TCP route.
     public var endpoint: RemoteDevice.Endpoint? {
         switch self {
         case .tcp(let endpoint): endpoint
+        case .broker: nil
         }
     }
 
-    /// `host:port` for TCP.
+    /// `host:port` for TCP, `broker:DEVICE-ID` through the broker.
     public var description: String {
         switch self {
         case .tcp(let endpoint): endpoint.description
+        case .broker(let route): route.description
         }
     }
+}
+
+/// A device reached through the account's broker: its topics are named by the account's
+/// fingerprint and the device's id alone (never by a name a person gave), so the route is
+/// those two. Which broker is the process's setting (`--broker`, the account's), not the
+/// route's.
+public struct BrokerRoute: Sendable, Hashable, CustomStringConvertible {
+    /// The account's fingerprint, 64 lower-case hex digits.
+    public var account: String
+    /// The device's id, lower case.
+    public var deviceID: String
+
+    public init(account: String, deviceID: String) {
+        self.account = account.lowercased()
+        self.deviceID = deviceID.lowercased()
+    }
+
+    /// `broker:DEVICE-ID`.
+    public var description: String { "broker:" + deviceID }
 }
 
 /// Where the directory learnt of a device: a kind of device source. Open, so that a new kind
@@ -114,6 +137,8 @@ public struct DiscoverySource: RawRepresentable, Sendable, Hashable, Codable, Co
     public static let mdns = DiscoverySource(rawValue: "mdns")
     /// A `host:port` given on the command line or in options.
     public static let peer = DiscoverySource(rawValue: "peer")
+    /// Signed presence on the account's MQTT 5 broker.
+    public static let broker = DiscoverySource(rawValue: "broker")
 
     public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
     public var description: String { rawValue }
