@@ -67,3 +67,15 @@ sys.exit(not ((4, 21) <= version(google.protobuf.__version__) < (8, 0) and versi
     || python3 -m pip install -q --break-system-packages "${wanted[@]}"
   python3 -c "$check"
 }
+
+# ensure_paho makes `python3 -c 'import paho.mqtt'` work: paho-mqtt is the MQTT 5 client no one
+# here wrote that the broker tests and scripts/bench check Baton's own against.
+ensure_paho() {
+  command -v python3 >/dev/null 2>&1 || ensure_packages python3
+  python3 -c 'import paho.mqtt' 2>/dev/null && return 0
+  python3 -m pip --version >/dev/null 2>&1 || ensure_packages python3-pip
+  echo "==> installing paho-mqtt (pip)" >&2
+  python3 -m pip install -q "paho-mqtt>=2,<3" 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages "paho-mqtt>=2,<3"
+  python3 -c 'import paho.mqtt'
+}
