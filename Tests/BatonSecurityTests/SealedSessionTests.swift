@@ -67,6 +67,21 @@ struct SealedSessionTests {
         }
     }
 
+    @Test func theSessionIDSenderAndReceiverAreBoundEvenUnderTheSameKeys() throws {
+        // Sessions sharing keys (which the handshake never makes): only the associated data
+        // tells them apart, and it does.
+        let keys = (i2r: [UInt8](repeating: 1, count: 32), r2i: [UInt8](repeating: 2, count: 32))
+        let id = [UInt8](repeating: 9, count: 16), a = "a-device", b = "b-device"
+        var sender = SealedSession(id: id, localDeviceID: a, peerDeviceID: b, keys: keys, isInitiator: true)
+        let sealed = sender.seal([1, 2, 3], kind: 4, expiry: later)
+        for (otherID, local, peer) in [([UInt8](repeating: 8, count: 16), b, a), (id, b, "c-device"), (id, "c-device", a)] {
+            var receiver = SealedSession(id: otherID, localDeviceID: local, peerDeviceID: peer, keys: keys, isInitiator: false)
+            #expect(sealError { try receiver.open(sealed) } == .forged, "\(local) from \(peer)")
+        }
+        var receiver = SealedSession(id: id, localDeviceID: b, peerDeviceID: a, keys: keys, isInitiator: false)
+        #expect(try receiver.open(sealed) == SealedMessage(kind: 4, counter: 0, plaintext: [1, 2, 3]))
+    }
+
     @Test func truncatedOrGarbageMessagesAreRefusedNeverACrash() throws {
         try SealDevices.with { d in
             var (laptop, tv, _, _) = try d.laptopDialsTV()
