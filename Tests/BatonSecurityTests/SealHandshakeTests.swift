@@ -45,16 +45,16 @@ struct SealHandshakeTests {
             // The signature's last byte, then a signed field (the ephemeral key's last byte).
             var badSignature = initiator.hello
             badSignature[badSignature.count - 1] ^= 1
-            #expect(sealError { try SealResponder.respond(to: badSignature, credentials: try! d.tvSeal, trust: try! d.tvStore.trust) } == .forged)
+            #expect(sealError { try SealResponder.respond(to: badSignature, credentials: try d.tvSeal, trust: try d.tvStore.trust) } == .forged)
             let message = try SealHandshake.Message.read(initiator.hello)
             var swappedKey = initiator.hello
             swappedKey[message.body.count - 1 - message.chain.reduce(1) { $0 + 2 + $1.count }] ^= 1
-            #expect(sealError { try SealResponder.respond(to: swappedKey, credentials: try! d.tvSeal, trust: try! d.tvStore.trust) } == .forged)
+            #expect(sealError { try SealResponder.respond(to: swappedKey, credentials: try d.tvSeal, trust: try d.tvStore.trust) } == .forged)
             // The reply's.
             let answer = try SealResponder.respond(to: initiator.hello, credentials: try d.tvSeal, trust: try d.tvStore.trust)
             var badReply = answer.reply
             badReply[badReply.count - 2] ^= 0x40
-            #expect(sealError { try initiator.finish(reply: badReply, trustStore: try! d.laptopStore, expecting: .ownAccount) } == .forged)
+            #expect(sealError { try initiator.finish(reply: badReply, trustStore: try d.laptopStore, expecting: .ownAccount) } == .forged)
         }
     }
 
@@ -68,7 +68,7 @@ struct SealHandshakeTests {
             let dial = SealInitiator(credentials: try d.laptop, to: d.t.stranger.deviceID)
             let theirs = try SealResponder.respond(to: dial.hello, credentials: try d.stranger, trust: try d.strangerStore.trust)
             let ours = d.t.owner.fingerprint.short, stranger = d.t.stranger.fingerprint.short
-            #expect(sealError { try dial.finish(reply: theirs.reply, trustStore: try! d.laptopStore, expecting: .ownAccount) }
+            #expect(sealError { try dial.finish(reply: theirs.reply, trustStore: try d.laptopStore, expecting: .ownAccount) }
                     == .refused("the agent's certificate belongs to another account (fingerprint \(stranger)…), not this one (\(ours)…)"))
             // Expecting that account (as its advertisement said), it is an anonymous peer.
             let (_, agent) = try dial.finish(reply: theirs.reply, trustStore: try d.laptopStore, expecting: .account(d.t.stranger.fingerprint))
@@ -87,7 +87,7 @@ struct SealHandshakeTests {
             // Answering the laptop's hello to the TV: refused.
             let dial = SealInitiator(credentials: try d.laptop, to: d.tv.deviceID)
             let fake = try SealResponder.respond(to: dial.hello, credentials: impostor, trust: try d.tvStore.trust)
-            #expect(sealError { try dial.finish(reply: fake.reply, trustStore: try! d.laptopStore, expecting: .ownAccount) }
+            #expect(sealError { try dial.finish(reply: fake.reply, trustStore: try d.laptopStore, expecting: .ownAccount) }
                     == .refused("the agent's certificate was not issued by this account (\(d.t.owner.fingerprint.short)…), nor by any account it presented"))
         }
     }
@@ -96,12 +96,12 @@ struct SealHandshakeTests {
         try SealDevices.with { d in
             _ = try d.t.owner.revoke("TV", in: d.t.home)
             let call = SealInitiator(credentials: try d.tvSeal, to: d.t.owner.deviceID)
-            #expect(sealError { try SealResponder.respond(to: call.hello, credentials: try! d.laptop, trust: try! d.laptopStore.trust) }
+            #expect(sealError { try SealResponder.respond(to: call.hello, credentials: try d.laptop, trust: try d.laptopStore.trust) }
                     == .refused("the peer's device ID \(d.tv.deviceID) is revoked by this account"))
             let dial = SealInitiator(credentials: try d.laptop, to: d.tv.deviceID)
             // The TV has not heard of its revocation: it answers.
             let answer = try SealResponder.respond(to: dial.hello, credentials: try d.tvSeal, trust: try d.tvStore.trust)
-            #expect(sealError { try dial.finish(reply: answer.reply, trustStore: try! d.laptopStore, expecting: .ownAccount) }
+            #expect(sealError { try dial.finish(reply: answer.reply, trustStore: try d.laptopStore, expecting: .ownAccount) }
                     == .refused("the agent's device ID \(d.tv.deviceID) is revoked by this account"))
         }
     }
@@ -113,19 +113,19 @@ struct SealHandshakeTests {
             let speakerSeal = try SealCredentials(deviceID: speaker.deviceID, key: speaker.key, chain: [der(speaker.certificate), der(speaker.accountCertificate)])
             let dial = SealInitiator(credentials: try d.laptop, to: d.tv.deviceID)
             // A speaker's respond() will not answer a hello for another device.
-            #expect(sealError { try SealResponder.respond(to: dial.hello, credentials: speakerSeal, trust: try! d.tvStore.trust) } == .wrongReceiver)
+            #expect(sealError { try SealResponder.respond(to: dial.hello, credentials: speakerSeal, trust: try d.tvStore.trust) } == .wrongReceiver)
             // One made by hand, bound to this hello, is refused for the device it is.
             var (reply, _) = SealHandshake.make(kind: SealHandshake.replyKind, sessionID: dial.sessionID, from: speakerSeal,
                                                 to: d.t.owner.deviceID, helloHash: SealHandshake.hash(dial.hello), now: Date())
             let replyBytes = reply.signed(with: speaker.key)
-            #expect(sealError { try dial.finish(reply: replyBytes, trustStore: try! d.laptopStore, expecting: .ownAccount) }
+            #expect(sealError { try dial.finish(reply: replyBytes, trustStore: try d.laptopStore, expecting: .ownAccount) }
                     == .refused("the agent presented device \(speaker.deviceID), not the expected \(d.tv.deviceID)"))
             // And the TV's real certificate with a reply that names the speaker: refused too.
             let lying = try SealCredentials(deviceID: speaker.deviceID, key: d.tv.key, chain: d.tvSeal.chain)
             var (claim, _) = SealHandshake.make(kind: SealHandshake.replyKind, sessionID: dial.sessionID, from: lying,
                                                 to: d.t.owner.deviceID, helloHash: SealHandshake.hash(dial.hello), now: Date())
             let claimBytes = claim.signed(with: d.tv.key)
-            #expect(sealError { try dial.finish(reply: claimBytes, trustStore: try! d.laptopStore, expecting: .ownAccount) }
+            #expect(sealError { try dial.finish(reply: claimBytes, trustStore: try d.laptopStore, expecting: .ownAccount) }
                     == .refused("the agent's reply names device \(speaker.deviceID), but its certificate names \(d.tv.deviceID)"))
         }
     }
@@ -135,7 +135,7 @@ struct SealHandshakeTests {
             let other = UUID().uuidString.lowercased()
             let lying = try SealCredentials(deviceID: other, key: d.t.owner.key, chain: d.laptop.chain)
             let call = SealInitiator(credentials: lying, to: d.tv.deviceID)
-            #expect(sealError { try SealResponder.respond(to: call.hello, credentials: try! d.tvSeal, trust: try! d.tvStore.trust) }
+            #expect(sealError { try SealResponder.respond(to: call.hello, credentials: try d.tvSeal, trust: try d.tvStore.trust) }
                     == .refused("the caller's hello names device \(other), but its certificate names \(d.t.owner.deviceID)"))
         }
     }
@@ -143,14 +143,14 @@ struct SealHandshakeTests {
     @Test func aHelloOrReplyForAnotherDeviceOrSessionIsRefused() throws {
         try SealDevices.with { d in
             let dial = SealInitiator(credentials: try d.laptop, to: d.tv.deviceID)
-            #expect(sealError { try SealResponder.respond(to: dial.hello, credentials: try! d.stranger, trust: try! d.strangerStore.trust) } == .wrongReceiver)
+            #expect(sealError { try SealResponder.respond(to: dial.hello, credentials: try d.stranger, trust: try d.strangerStore.trust) } == .wrongReceiver)
             // The TV's reply to another hello of the laptop's.
             let other = SealInitiator(credentials: try d.laptop, to: d.tv.deviceID)
             let answer = try SealResponder.respond(to: other.hello, credentials: try d.tvSeal, trust: try d.tvStore.trust)
-            #expect(sealError { try dial.finish(reply: answer.reply, trustStore: try! d.laptopStore, expecting: .ownAccount) } == .wrongSession)
+            #expect(sealError { try dial.finish(reply: answer.reply, trustStore: try d.laptopStore, expecting: .ownAccount) } == .wrongSession)
             // A hello where a reply belongs, and a reply where a hello does.
-            #expect(sealError { try dial.finish(reply: dial.hello, trustStore: try! d.laptopStore, expecting: .ownAccount) } == .malformed("a hello where a reply was expected"))
-            #expect(sealError { try SealResponder.respond(to: answer.reply, credentials: try! d.laptop, trust: try! d.laptopStore.trust) } == .malformed("a reply where a hello was expected"))
+            #expect(sealError { try dial.finish(reply: dial.hello, trustStore: try d.laptopStore, expecting: .ownAccount) } == .malformed("a hello where a reply was expected"))
+            #expect(sealError { try SealResponder.respond(to: answer.reply, credentials: try d.laptop, trust: try d.laptopStore.trust) } == .malformed("a reply where a hello was expected"))
         }
     }
 
@@ -159,14 +159,14 @@ struct SealHandshakeTests {
             let made = Date()
             let dial = SealInitiator(credentials: try d.laptop, to: d.tv.deviceID, now: made)
             func respond(at now: Date) -> SealError? {
-                sealError { try SealResponder.respond(to: dial.hello, credentials: try! d.tvSeal, trust: try! d.tvStore.trust, now: now) }
+                sealError { try SealResponder.respond(to: dial.hello, credentials: try d.tvSeal, trust: try d.tvStore.trust, now: now) }
             }
             #expect(respond(at: made + 59) == nil)
             #expect(respond(at: made + 62) == .expired)
             #expect(respond(at: made - 62) == .notYetValid)
             // A reply that sat too long is refused by the initiator as well.
             let answer = try SealResponder.respond(to: dial.hello, credentials: try d.tvSeal, trust: try d.tvStore.trust, now: made)
-            #expect(sealError { try dial.finish(reply: answer.reply, trustStore: try! d.laptopStore, expecting: .ownAccount, now: made + 200) } == .expired)
+            #expect(sealError { try dial.finish(reply: answer.reply, trustStore: try d.laptopStore, expecting: .ownAccount, now: made + 200) } == .expired)
         }
     }
 
