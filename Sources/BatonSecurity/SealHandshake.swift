@@ -22,7 +22,7 @@ import Foundation
 ///     u32 expiry: unix seconds after which it is refused (the maker's timestamp + 60 s)
 ///     32  the sender's ephemeral X25519 public key, fresh for this handshake
 ///     32  (reply only) SHA-256 of the whole hello as received, signature included
-///     u8  count (1..4), then count × (u16 n, n bytes): the sender's chain, DER, leaf first
+///     u8  count (1..4), then count × (u16 n (1..8192), n bytes): the sender's chain, DER, leaf first
 ///     u8 n, n bytes  ECDSA P-256 with SHA-256, DER-encoded (X9.62), by the leaf's key, over
 ///                    label ‖ every byte above, from the version on;
 ///                    label "baton seal v1 hello" or "baton seal v1 reply"
@@ -151,7 +151,9 @@ public enum SealHandshake {
             var chain: [[UInt8]] = []
             for _ in 0..<count {
                 guard let length = reader.integer(UInt16.self), let certificate = reader.take(Int(length)) else { throw .malformed("truncated") }
-                guard !certificate.isEmpty else { throw .malformed("an empty certificate") }
+                guard !certificate.isEmpty, certificate.count <= SealHandshake.maximumCertificateSize else {
+                    throw .malformed("a certificate of \(certificate.count) bytes")
+                }
                 chain.append(Array(certificate))
             }
             guard let signature = reader.short(), !signature.isEmpty else { throw .malformed("truncated") }

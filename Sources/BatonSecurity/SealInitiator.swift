@@ -18,13 +18,14 @@ public struct SealInitiator: Sendable {
     /// The ephemeral private key, as bytes (swift-crypto's keys are not `Sendable`).
     private let ephemeral: [UInt8]
 
-    /// A hello from `credentials` to device `peerDeviceID`, dated `now`, with a fresh session id
-    /// and ephemeral key.
+    /// A hello from `credentials` to device `peerDeviceID` (1 to 64 bytes, as device ids are),
+    /// dated `now`, with a fresh session id and ephemeral key.
     public init(credentials: SealCredentials, to peerDeviceID: String, now: Date = Date()) {
+        precondition(SealHandshake.isValidDeviceID(peerDeviceID), "a device id of 1 to 64 bytes")
         var generator = SystemRandomNumberGenerator()
         let sessionID = (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
         let made = SealHandshake.make(kind: SealHandshake.helloKind, sessionID: sessionID, from: credentials,
-                                      to: String(peerDeviceID.prefix(SealHandshake.maximumIDLength)), helloHash: nil, now: now)
+                                      to: peerDeviceID, helloHash: nil, now: now)
         var message = made.message
         hello = message.signed(with: credentials.key)
         self.sessionID = sessionID
