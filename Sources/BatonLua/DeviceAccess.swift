@@ -24,6 +24,9 @@ public final class DeviceAccess: @unchecked Sendable {
         public var deviceName = ""
         /// The W3C `traceparent` the client passes on in Hello; empty for none.
         public var traceparent = ""
+        /// How the client dials each kind of route (``BatonClient/Options/dialers``): TCP by
+        /// default.
+        public var dialers: [any LinkDialer] = [TCPDialer()]
 
         /// The defaults: mDNS, no peers, 3 s to connect, plaintext.
         public init() {}
@@ -66,6 +69,7 @@ public final class DeviceAccess: @unchecked Sendable {
             client.connectTimeout = TimeAmount(options.connectTimeout)
             client.deviceName = options.deviceName
             client.traceparent = options.traceparent
+            client.dialers = options.dialers
             do {
                 client.security = try options.security()
             } catch {
