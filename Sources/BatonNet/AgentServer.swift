@@ -57,7 +57,7 @@ public final class AgentServer: @unchecked Sendable {
             AgentServer(policy: policy, tcp: tcp, localAddress: tcp.localAddress!)
         }.flatMapError { error in
             // Nothing listens: the policy stops looking at the revocation list.
-            policy.drain(grace: .zero).flatMapThrowing { throw error }
+            policy.drain(grace: .zero).flatMapThrowing { _ -> AgentServer in throw error }
         }
     }
 
