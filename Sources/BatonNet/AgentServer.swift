@@ -1,4 +1,5 @@
 import BatonSecurity
+import BatonWire
 import Logging
 import NIOCore
 import NIOPosix

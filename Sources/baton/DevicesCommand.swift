@@ -196,7 +196,15 @@ enum DeviceJSON {
     }
 }
 
-one: 30s (the default), 10s.", valueName: "duration"))
+/// How commands find devices: mDNS/DNS-SD on the LAN (unless --no-mdns), and static peers.
+struct DiscoveryOptions: ParsableArguments {
+    @Flag(inversion: .prefixedNo, help: "Browse the LAN over mDNS/DNS-SD for _baton._tcp agents.")
+    var mdns = true
+
+    @Option(name: .customLong("peer"), help: ArgumentHelp("A device's agent at HOST:PORT, polled with Describe, for networks without multicast (repeatable).", valueName: "host:port"))
+    var peers: [String] = []
+
+    @Option(help: ArgumentHelp("How long a device may stay silent before it counts as gone: 30s (the default), 10s.", valueName: "duration"))
     var liveness = "30s"
 
     func validate() throws {
