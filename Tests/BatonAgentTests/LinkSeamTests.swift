@@ -64,8 +64,11 @@ struct LinkSeamTests {
         let both = DeviceTarget(deviceID: live.id, routes: [Self.brokerRoute(live), .tcp(DeviceAddress(live.address)!)])
         let (status, detail) = try await Self.launch(client, both)
         #expect(status == .success, "\(detail)")
+        // A client of its own: the first one's connection to the id would be shared.
+        let other = Self.client(live, dialers: [TCPDialer()])
+        defer { other.shutdown() }
         let brokerOnly = DeviceTarget(deviceID: live.id, routes: [Self.brokerRoute(live)])
-        let (unreached, why) = try await Self.launch(client, brokerOnly)
+        let (unreached, why) = try await Self.launch(other, brokerOnly)
         #expect(unreached == .remoteSystemUnavailable && why.contains("no route to it is known"), "\(unreached) \(why)")
     }
 
