@@ -39,6 +39,9 @@ public final class BatonClient: @unchecked Sendable {
         /// this device's own by default, `.anyAccount` to reach other accounts' anonymous apps
         /// by address.
         public var unlistedAgents = AgentExpectation.ownAccount
+        /// How routes are dialled: each route with the first dialer that takes its kind; a
+        /// route none takes is skipped. TCP only by default.
+        public var dialers: [any LinkDialer] = [TCPDialer()]
         public init() {}
     }
 
@@ -81,24 +84,34 @@ public final class BatonClient: @unchecked Sendable {
         return future
     }
 
-    /// Tries `routes` in order until one connects; the first route's failure when none does.
-    /// A route that answers as another device goes on to the next: a stranger may have put
-    /// its address beside the device's own.
+    /// Tries `routes` in order until one connects, each with the first of ``Options/dialers``
+    /// that takes its kind (a route none takes is skipped); the first tried route's failure
+    /// when none does. A route that answers as another device goes on to the next: a stranger
+    /// may have put its address beside the device's own.
     func connect(_ device: DeviceTarget, routes: ArraySlice<DeviceRoute>) -> EventLoopFuture<PeerConnection> {
-        guard let route = routes.first, case .tcp(let address) = route else {
+        var routes = routes
+        var dialer: (any LinkDialer)?
+        while let route = routes.first {
+            dialer = options.dialers.first { $0.canDial(route) }
+            if dialer != nil { break }
+            logger.debug("no dialer takes this route, skipping it", metadata: ["route": "\(route)"])
+            routes = routes.dropFirst()
+        }
+        guard let route = routes.first, let dialer else {
             return eventLoop.makeFailedFuture(BatonClientError.unreachable("\(device): no route to it is known"))
         }
         let hello = Hello(deviceID: options.deviceID, deviceName: options.deviceName, traceparent: options.traceparent)
         var timing = options.timing
         timing.requestTimeout = options.requestTimeout
-        let attempt = PeerConnector.connect(
-            host: address.host, port: address.port, on: eventLoop, security: options.security,
-            expecting: device.expectation(unlisted: options.unlistedAgents), hello: hello,
-            connectTimeout: options.connectTimeout, limits: options.limits, timing: timing, logger: logger)
-        guard routes.count > 1 else { return attempt }
+        let settings = DialSettings(
+            security: options.security, connectTimeout: options.connectTimeout, limits: options.limits, timing: timing, logger: logger)
+        let attempt = dialer.dial(
+            route, on: eventLoop, expecting: device.expectation(unlisted: options.unlistedAgents), hello: hello, settings: settings)
+        let rest = routes.dropFirst()
+        guard rest.contains(where: { route in options.dialers.contains { $0.canDial(route) } }) else { return attempt }
         return attempt.flatMapError { [self] error in
             logger.debug("route failed, trying the next", metadata: ["route": "\(route)", "error": "\(error)"])
-            return connect(device, routes: routes.dropFirst()).flatMapErrorThrowing { _ in throw error }
+            return connect(device, routes: rest).flatMapErrorThrowing { _ in throw error }
         }
     }
 

@@ -39,6 +39,9 @@ public final class DeviceDirectory: @unchecked Sendable {
         public var mdns: MDNSTransport.Configuration? = MDNSTransport.Configuration()
         /// The browser's query schedule and enumeration window.
         public var mdnsTiming = MDNSBrowser.Timing()
+        /// More sources (a broker's presence), made for the directory's client, after mDNS and
+        /// the peers.
+        public var moreSources: @Sendable (BatonClient) -> [any DeviceSource] = { _ in [] }
         public init() {}
     }
 
@@ -124,7 +127,7 @@ public final class DeviceDirectory: @unchecked Sendable {
     }
 
     /// A directory fed by the standard sources `options` names: mDNS (unless nil), then each
-    /// static peer; liveness checked by asking devices to describe themselves.
+    /// static peer, then ``Options/moreSources``; liveness checked by asking devices to describe themselves.
     public convenience init(client: BatonClient, options: Options = Options(), logger: Logger = Logger(label: "baton.directory")) {
         let loop = client.eventLoop
         var sources: [any DeviceSource] = []
@@ -144,6 +147,7 @@ public final class DeviceDirectory: @unchecked Sendable {
                 client.probe(DeviceTarget(address), timeout: MDNSDeviceSource.probeTimeout(liveness: liveness, status: .available))
             })
         }
+        sources += options.moreSources(client)
         self.init(client: client, sources: sources, account: account, logger: logger)
     }
 

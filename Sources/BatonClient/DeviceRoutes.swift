@@ -106,15 +106,26 @@ public final class DeviceRoutes: Sendable {
         FolderWrites.flush()
     }
 
+    /// A route as written (its description): `host:port`, or `broker:ID` of the entry's
+    /// `account` (none without one); nil for anything else.
+    static func route(from text: String, account: String) -> DeviceRoute? {
+        if text.hasPrefix("broker:") {
+            let id = text.dropFirst("broker:".count)
+            guard !id.isEmpty, !account.isEmpty else { return nil }
+            return .broker(BrokerRoute(account: account, deviceID: String(id)))
+        }
+        return RemoteDevice.Endpoint(text).map(DeviceRoute.tcp)
+    }
+
     static func read(in folder: ConfigurationFolder) throws -> [String: Entry] {
         guard let text = try folder.read(file), case .object(let members)? = try JSON.parse(text)["devices"] else { return [:] }
         var entries: [String: Entry] = [:]
         for member in members {
-            let routes = (member.value["routes"]?.arrayValue ?? []).compactMap(\.stringValue)
-                .compactMap { RemoteDevice.Endpoint($0) }.map(DeviceRoute.tcp)
+            let account = member.value["account"]?.stringValue ?? ""
+            let routes = (member.value["routes"]?.arrayValue ?? []).compactMap(\.stringValue).compactMap { route(from: $0, account: account) }
             guard !routes.isEmpty else { continue }
             entries[member.key.lowercased()] = Entry(
-                name: member.value["name"]?.stringValue ?? "", account: member.value["account"]?.stringValue ?? "",
+                name: member.value["name"]?.stringValue ?? "", account: account,
                 routes: routes, seen: member.value["seen"]?.intValue ?? 0)
         }
         return entries

@@ -62,9 +62,11 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
 
     // MARK: devices
 
-    /// The device argument, as a target: a device table (by its `id`, at every route the
-    /// directory knows now, else the table's own `addresses`), a name or an id the directory
-    /// knows, or `"host:port"` (any device of this account there).
+    /// The device argument, as a target: a device table (a handle: by its `id`, at every
+    /// route the directory knows now, else the routes it had when pushed; only a table this
+    /// run did not push, a saved one, is dialled at its `addresses`/`address` strings, where
+    /// the id must still answer), a name or an id the directory knows, or `"host:port"` (any
+    /// device of this account there).
     func deviceTarget(_ call: HostCall, _ position: Int32) throws -> DeviceTarget {
         let lua = call.lua
         if lua.type(at: position) == .table {
@@ -129,7 +131,7 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
                     lua.push(failure.cause.rawValue)
                     return 4
                 }
-                LuaDevice.push(device, on: lua, runtime: runtime)
+                LuaDevice.push(device, access: self.access, on: lua, runtime: runtime)
                 return 1
             }
         }
@@ -145,7 +147,7 @@ public final class ClientModule: LuaModule, @unchecked Sendable {
         return try runtime.wait(call, for: found) { result, lua in
             switch result {
             case .success(let device):
-                LuaDevice.push(device, address: address, on: lua, runtime: runtime)
+                LuaDevice.push(device, address: address, access: self.access, on: lua, runtime: runtime)
                 return 1
             case .failure(let failure):
                 lua.pushNil()

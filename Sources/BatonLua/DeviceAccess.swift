@@ -24,6 +24,9 @@ public final class DeviceAccess: @unchecked Sendable {
         public var deviceName = ""
         /// The W3C `traceparent` the client passes on in Hello; empty for none.
         public var traceparent = ""
+        /// How the client dials each kind of route (``BatonClient/Options/dialers``): TCP by
+        /// default.
+        public var dialers: [any LinkDialer] = [TCPDialer()]
 
         /// The defaults: mDNS, no peers, 3 s to connect, plaintext.
         public init() {}
@@ -35,6 +38,13 @@ public final class DeviceAccess: @unchecked Sendable {
     private var logger = Logger(label: "baton.script")
     private var clientStorage: BatonClient?
     private var directoryStorage: DeviceDirectory?
+    /// Routes of the devices whose tables this run pushed, by id (lower case).
+    private var handles: [String: Handle] = [:]
+
+    private struct Handle {
+        var routes: [DeviceRoute]
+        var account: String
+    }
 
     /// An access for one run; the modules that share it attach it to their runtime.
     public init(options: Options = Options()) {
@@ -59,6 +69,7 @@ public final class DeviceAccess: @unchecked Sendable {
             client.connectTimeout = TimeAmount(options.connectTimeout)
             client.deviceName = options.deviceName
             client.traceparent = options.traceparent
+            client.dialers = options.dialers
             do {
                 client.security = try options.security()
             } catch {
@@ -97,13 +108,30 @@ public final class DeviceAccess: @unchecked Sendable {
         return directory.target(for: device)
     }
 
+    /// Remembers the routes a device table pushed for `id` had (with its account, hex, or
+    /// empty), so that a call given the table reaches the id there when the directory no
+    /// longer knows it, rather than at the table's strings.
+    func remember(id: String, routes: [DeviceRoute], account: String) {
+        guard !id.isEmpty, !routes.isEmpty else { return }
+        handles[id.lowercased()] = Handle(routes: routes, account: account)
+    }
+
     /// How to reach the device with `id` and, failing what the directory knows of it, the
-    /// `routes` given (a device table's addresses): its id must answer there, of the account it
-    /// advertised (`account`, hex; this device's own if empty).
+    /// routes a device table pushed for it had, or else the `routes` given (a saved table's
+    /// addresses): its id must answer there, of the account it advertised (`account`, hex;
+    /// this device's own if empty).
     public func target(id: String?, routes: [DeviceRoute], account: String) -> DeviceTarget {
         if let id, !id.isEmpty, let directory = directoryStorage, let known = directory.device(id: id) {
             return directory.target(for: known)
         }
+        if let id, !id.isEmpty, let handle = handles[id.lowercased()] {
+            return unknownTarget(id: id, routes: handle.routes, account: handle.account.isEmpty ? account : handle.account)
+        }
+        return unknownTarget(id: id, routes: routes, account: account)
+    }
+
+    /// A device the directory does not know, as a target: `id` must answer at `routes`.
+    private func unknownTarget(id: String?, routes: [DeviceRoute], account: String) -> DeviceTarget {
         let own = (try? client.options.security.trustStore?.credentials.fingerprint.hex) ?? nil
         let device = RemoteDevice(info: DeviceInfo(id: id ?? "", name: "", kind: .unknown), routes: routes, account: account)
         var target = DeviceTarget(device, ownAccount: own ?? "")

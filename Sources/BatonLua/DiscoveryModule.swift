@@ -141,7 +141,7 @@ public final class DiscoveryModule: LuaModule, @unchecked Sendable {
         return try runtime.wait(call, for: promise.futureResult) { devices, lua in
             lua.newTable(arrayCount: Int32(devices.count))
             for (i, device) in devices.enumerated() {
-                LuaDevice.push(device, on: lua, runtime: runtime)
+                LuaDevice.push(device, access: self.access, on: lua, runtime: runtime)
                 lua.rawSet(-2, index: i + 1)
             }
             return 1
@@ -178,7 +178,7 @@ public final class DiscoveryModule: LuaModule, @unchecked Sendable {
                     $0.field("id", d.info.id)
                 }
                 runtime.startCallback(field, of: handlersRef, name: "watch \(field)") { lua in
-                    LuaDevice.push(d, on: lua, runtime: runtime)
+                    LuaDevice.push(d, access: self.access, on: lua, runtime: runtime)
                     return 1
                 }
             case .enumerationCompleted:

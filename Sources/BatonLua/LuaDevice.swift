@@ -3,7 +3,10 @@ import BatonCore
 import CLuaShim
 
 /// The device table scripts see: `id`, `name`, `kind`, `platform`, `model`, `manufacturer`,
-/// `address`, `transports`, `status` (and, from the directory, `addresses` and `account`);
+/// `address` (its first TCP endpoint, if any), `routes` (every route, described), `transports`,
+/// `status` (and, from the directory, `addresses` and `account`). A handle: calls given it
+/// resolve its `id` on the Swift side (``DeviceAccess/target(id:routes:account:)``);
+/// its strings are for people, and dialled only for a table no run pushed (a saved one);
 /// `dev:apps()` when the ``ClientModule`` is installed; `tostring(dev)` is its name.
 enum LuaDevice {
     /// The metatable's name; ``ClientModule`` gives it `apps`.
@@ -27,26 +30,19 @@ enum LuaDevice {
         }
     }
 
-    /// Pushes the table of a device an agent described at `address`.
-    static func push(_ device: DeviceInfo, address: DeviceAddress, on lua: LuaState, runtime: LuaRuntime) {
-        lua.newTable(recordCount: 10)
-        for (key, value) in [("id", device.id), ("name", device.name), ("kind", device.kind.rawValue),
-                             ("platform", device.platform.rawValue), ("model", device.model),
-                             ("manufacturer", device.manufacturer), ("address", address.description),
-                             ("status", "available")] {
-            lua.push(value)
-            lua.rawSet(-2, field: key)
-        }
-        runtime.push(Value.array([.string("local")]), on: lua)
-        lua.rawSet(-2, field: "transports")
-        lua.pushMetatable(named: metatable)
-        lua.setMetatable(-2)
+    /// Pushes the table of a device an agent described at `address`, and keeps that route
+    /// for its id in `access` (what a call given this table dials).
+    static func push(_ device: DeviceInfo, address: DeviceAddress, access: DeviceAccess, on lua: LuaState, runtime: LuaRuntime) {
+        access.remember(id: device.id, routes: [.tcp(address)], account: "")
+        push(device, routes: [.tcp(address)], on: lua, runtime: runtime)
     }
 
-    /// Pushes the table of a device the directory knows.
-    static func push(_ device: RemoteDevice, on lua: LuaState, runtime: LuaRuntime) {
-        let address = device.endpoints.first ?? DeviceAddress(host: "", port: 0)
-        push(device.info, address: address, on: lua, runtime: runtime)
+    /// Pushes the table of a device the directory knows, and keeps its routes for its id in
+    /// `access`: a call given this table reaches the id at what the directory knows then, or
+    /// these routes, never at the table's strings.
+    static func push(_ device: RemoteDevice, access: DeviceAccess, on lua: LuaState, runtime: LuaRuntime) {
+        access.remember(id: device.info.id, routes: device.routes, account: device.account)
+        push(device.info, routes: device.routes, on: lua, runtime: runtime)
         lua.push(device.status.rawValue)
         lua.rawSet(-2, field: "status")
         lua.push(device.account)
@@ -55,5 +51,28 @@ enum LuaDevice {
         lua.rawSet(-2, field: "transports")
         runtime.push(Value.array(device.endpoints.map { Value.string($0.description) }), on: lua)
         lua.rawSet(-2, field: "addresses")
+    }
+
+    /// The fields every device table has: `address` is its first TCP endpoint, for people
+    /// (nil when it has none), `routes` every route's description (`host:port`,
+    /// `broker:ID`), for display.
+    private static func push(_ device: DeviceInfo, routes: [DeviceRoute], on lua: LuaState, runtime: LuaRuntime) {
+        lua.newTable(recordCount: 11)
+        for (key, value) in [("id", device.id), ("name", device.name), ("kind", device.kind.rawValue),
+                             ("platform", device.platform.rawValue), ("model", device.model),
+                             ("manufacturer", device.manufacturer), ("status", "available")] {
+            lua.push(value)
+            lua.rawSet(-2, field: key)
+        }
+        if let address = routes.lazy.compactMap(\.endpoint).first {
+            lua.push(address.description)
+            lua.rawSet(-2, field: "address")
+        }
+        runtime.push(Value.array(routes.map { Value.string($0.description) }), on: lua)
+        lua.rawSet(-2, field: "routes")
+        runtime.push(Value.array([.string("local")]), on: lua)
+        lua.rawSet(-2, field: "transports")
+        lua.pushMetatable(named: metatable)
+        lua.setMetatable(-2)
     }
 }

@@ -14,13 +14,14 @@ struct DevicesCommand: ParsableCommand {
         discussion: """
             Waits until enumeration is over (every --peer has answered or failed, and the \
             first mDNS query window has passed) or --timeout, whichever comes first, then \
-            prints one line per device: name, kind, platform, address, id. Filters work as \
+            prints one line per device: name, kind, platform, transport (local or cloud), \
+            routes (every way to reach it: HOST:PORT, broker:ID), id. Filters work as \
             in Rome: different filters must all match; the values of one repeated filter \
             are alternatives.
 
             With --watch, prints events until interrupted: added, updated, removed, \
             enumeration_completed, error. With --json, the list is one JSON array of \
-            {id, name, kind, platform, model, manufacturer, address, addresses, transport, \
+            {id, name, kind, platform, model, manufacturer, address, addresses, routes, transport, \
             status, account, proven, sources}: account is what the device's source claims, \
             proven whether a handshake proved it of this account (or you enrolled it) and each event is one JSON object on a line: \
             {"event": "added", "device": {...}}.
@@ -131,7 +132,7 @@ struct DevicesCommand: ParsableCommand {
             let name = switch event { case .added: "added"; case .updated: "updated"; default: "removed" }
             line = json
                 ? JSON.object([.init("event", .string(name)), .init("device", DeviceJSON.object(d, known: known))]).serialized()
-                : "\(name) \(d.info.name) (\(d.info.kind.rawValue), \(d.endpoints.first?.description ?? "-"), \(d.info.id))"
+                : "\(name) \(d.info.name) (\(d.info.kind.rawValue), \(d.transport.rawValue), \(routes(d)), \(d.info.id))"
         case .enumerationCompleted:
             line = json ? #"{"event":"enumeration_completed"}"# : "enumeration completed"
         case .error(let problem):
@@ -141,9 +142,16 @@ struct DevicesCommand: ParsableCommand {
         fflush(nil)
     }
 
+    /// Every route of `device`, best first (`10.0.0.2:47300,broker:ID`), or `-`.
+    static func routes(_ device: RemoteDevice) -> String {
+        device.routes.isEmpty ? "-" : device.routes.map(\.description).joined(separator: ",")
+    }
+
     static func table(_ devices: [RemoteDevice]) -> String {
-        let header = ["NAME", "KIND", "PLATFORM", "ADDRESS", "ID"]
-        let rows = devices.map { [$0.info.name, $0.info.kind.rawValue, $0.info.platform.rawValue, $0.endpoints.first?.description ?? "-", $0.info.id] }
+        let header = ["NAME", "KIND", "PLATFORM", "TRANSPORT", "ROUTES", "ID"]
+        let rows = devices.map {
+            [$0.info.name, $0.info.kind.rawValue, $0.info.platform.rawValue, $0.transport.rawValue, routes($0), $0.info.id]
+        }
         guard !rows.isEmpty else { return "no devices found" }
         let widths = (0..<header.count).map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
         return ([header] + rows).map { row in
@@ -157,7 +165,9 @@ struct DevicesCommand: ParsableCommand {
 /// Devices as JSON, the same shape everywhere Baton prints one.
 enum DeviceJSON {
     /// `proven`: whether a handshake proved the device of this account (or the holder enrolled
-    /// it), as `known` (the account's pins) has it; `account` is only what its source claims.
+    /// it), as `known` (the account's pins) has it; `account` is only what its source claims;
+    /// `routes` every way to reach it, best first (`{"kind": "tcp", "address": "h:p"}`,
+    /// `{"kind": "broker", "device": ID}`).
     static func object(_ device: RemoteDevice, known: KnownDevices? = nil) -> JSON {
         .object([
             .init("id", .string(device.info.id)),
@@ -168,12 +178,21 @@ enum DeviceJSON {
             .init("manufacturer", .string(device.info.manufacturer)),
             .init("address", device.endpoints.first.map { .string($0.description) } ?? .null),
             .init("addresses", .array(device.endpoints.map { .string($0.description) })),
+            .init("routes", .array(device.routes.map(route))),
             .init("transport", .string(device.transport.rawValue)),
             .init("status", .string(device.status.rawValue)),
             .init("account", .string(device.account)),
             .init("proven", .bool(known?.isOwn(device.info.id) ?? false)),
             .init("sources", .array(device.sources.sorted().map { .string($0.rawValue) })),
         ])
+    }
+
+    /// One route as JSON, by kind.
+    static func route(_ route: DeviceRoute) -> JSON {
+        switch route {
+        case .tcp(let endpoint): .object([.init("kind", .string("tcp")), .init("address", .string(endpoint.description))])
+        case .broker(let broker): .object([.init("kind", .string("broker")), .init("device", .string(broker.deviceID))])
+        }
     }
 }
 

@@ -13,6 +13,10 @@ struct DevicesCommandTests {
             #expect(table.stdout.hasPrefix("NAME"), "\(table)")
             #expect(table.stdout.contains(agent.name) && table.stdout.contains(agent.id) && table.stdout.contains(peer), "\(table)")
             #expect(table.stderr.contains("peer 127.0.0.1:1 cannot be reached"), "\(table)")
+            // Each row says how the device is reached and every route to it.
+            #expect(table.stdout.contains("TRANSPORT") && table.stdout.contains("ROUTES"), "\(table)")
+            let row = table.stdout.split(separator: "\n").first { $0.contains(agent.id) } ?? ""
+            #expect(row.contains(" local ") && row.contains(peer), "\(table)")
 
             let json = try await runBaton(["devices", "--peer", peer, "--json", "--kind", "phone"])
             #expect(json.stdout == "[]\n", "\(json)")
@@ -29,6 +33,11 @@ struct DevicesCommandTests {
             #expect(devices.count == 1)
             #expect(first.first { $0.key == "id" }?.value == .string(agent.id))
             #expect(first.first { $0.key == "sources" }?.value == .array([.string("peer")]))
+            #expect(first.first { $0.key == "transport" }?.value == .string("local"))
+            #expect(first.first { $0.key == "routes" }?.value == .array([.object([.init("kind", .string("tcp")), .init("address", .string(peer))])]), "\(all)")
+            // Reached on the LAN, so not through a broker.
+            let cloud = try await runBaton(["devices", "--peer", peer, "--json", "--transport", "cloud"])
+            #expect(cloud.code == 0 && cloud.stdout == "[]\n", "\(cloud)")
             // Of this account, and proven so (enrolled, and its Describe came over TLS).
             #expect(first.first { $0.key == "proven" }?.value == .bool(true), "\(all)")
 
