@@ -90,6 +90,12 @@ public final class ServingPolicy: @unchecked Sendable {
         refusals.note(.busy, "refused a caller", peer: origin, detail: why)
     }
 
+    /// Notes a caller a listener refused before any session because it did not prove who it
+    /// is (a sealed hello that does not check out), at a bounded rate, in the refusal log.
+    public func noteRefused(origin: String, _ why: String) {
+        refusals.note(.refused, "refused a caller", peer: origin, detail: why)
+    }
+
     /// A caller proved who it is: a stranger counts against the strangers' limits (until
     /// `closed`), or is refused (why).
     private func admit(_ identity: PeerIdentity, origin: String, until closed: EventLoopFuture<Void>) -> String? {
