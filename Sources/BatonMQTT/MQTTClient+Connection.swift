@@ -191,9 +191,10 @@ extension MQTTClient {
         }
         // The delegate may have stopped the client.
         guard !machine.stopped, reconnectTask == nil else { return }
-        let action = machine.lost(loss, now: .now())
+        // Only an established session can be taken over.
+        let action = machine.lost(loss == .closedByBroker && !wasConnected ? .transient : loss, now: .now())
         if case .reconnect(_, true) = action {
-            logger.error("another process uses client id \(configuration.clientID) (two agents for one device?): the broker took this session over \(MQTTReconnectStateMachine.takeoversForLoop) times within a minute; reconnecting only every \(configuration.reconnectBackoffCap.nanoseconds / 1_000_000_000) s")
+            logger.error("another process uses client id \(configuration.clientID) (two agents for one device?): the broker ended this session \(MQTTReconnectStateMachine.takeoversForLoop) times within a minute (DISCONNECT 0x8E, or a close without DISCONNECT as mosquitto 2.0.11 does on a takeover); reconnecting only every \(configuration.reconnectBackoffCap.nanoseconds / 1_000_000_000) s")
         }
         scheduleReconnect(after: action)
     }

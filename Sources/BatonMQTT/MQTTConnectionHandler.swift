@@ -47,7 +47,8 @@ final class MQTTConnectionHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        client.connectionLost(generation: generation, reason: "the connection closed", loss: .transient)
+        // Our own closes change the client's generation first, so this is the broker's (or the network's).
+        client.connectionLost(generation: generation, reason: "the broker closed the connection", loss: .closedByBroker)
         context.fireChannelInactive()
     }
 

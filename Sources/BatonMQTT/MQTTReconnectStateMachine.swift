@@ -13,6 +13,9 @@ package struct MQTTReconnectStateMachine: Sendable {
         case refused
         /// DISCONNECT 0x8E: another connection took this client id.
         case takenOver
+        /// The broker closed an established connection without a DISCONNECT. mosquitto 2.0.11
+        /// ends a session taken over so (no 0x8E), so it counts towards a takeover loop.
+        case closedByBroker
     }
 
     package enum Action: Sendable, Equatable {
@@ -52,7 +55,7 @@ package struct MQTTReconnectStateMachine: Sendable {
         switch loss {
         case .refused:
             return .reconnect(after: cap, reportTakeoverLoop: false)
-        case .takenOver:
+        case .takenOver, .closedByBroker:
             takeovers.append(now)
             takeovers.removeAll { $0 + Self.takeoverWindow < now }
             if takeovers.count >= Self.takeoversForLoop {

@@ -159,7 +159,11 @@ struct MQTTClientBrokerTests {
             $0.reconnectBackoffCap = .seconds(5)
         }
         let line = "another process uses client id device-1 (two agents for one device?)"
-        try await waitUntil("the takeover loop line", within: 20) { logs.contains(line) }
+        do {
+            try await waitUntil("the takeover loop line", within: 20) { logs.contains(line) }
+        } catch {
+            Issue.record("\(error); the clients logged:\n\(logs.all.suffix(30).joined(separator: "\n"))")
+        }
         #expect(logs.all.contains { $0.hasPrefix("error") && $0.contains(line) })
         try await first.stop().get()
         try await second.stop().get()

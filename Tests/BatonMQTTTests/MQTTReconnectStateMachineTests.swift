@@ -39,7 +39,8 @@ struct MQTTReconnectStateMachineTests {
         var machine = started()
         #expect(machine.lost(.takenOver, now: Self.t0) { $0 } == .reconnect(after: .milliseconds(100), reportTakeoverLoop: false))
         machine.connected()
-        #expect(machine.lost(.takenOver, now: Self.t0 + .seconds(10)) { $0 } == .reconnect(after: .milliseconds(100), reportTakeoverLoop: false))
+        // mosquitto 2.0.11 closes a session taken over without DISCONNECT 0x8E.
+        #expect(machine.lost(.closedByBroker, now: Self.t0 + .seconds(10)) { $0 } == .reconnect(after: .milliseconds(100), reportTakeoverLoop: false))
         machine.connected()
         #expect(machine.lost(.takenOver, now: Self.t0 + .seconds(20)) == .reconnect(after: .seconds(30), reportTakeoverLoop: true))
         machine.connected()
