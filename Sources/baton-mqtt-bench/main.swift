@@ -135,8 +135,9 @@ ready.wait(10); send(); done.wait(120); c.loop_stop()
 s = sorted(samples[100:]); print(s[len(s) // 2], s[int(len(s) * 0.9)])
 """
 let python = Process()
-python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-python.arguments = ["-c", paho, "\(port!)", "\(count)"]
+// python3 from PATH: paho may be installed for a python3 other than /usr/bin's.
+python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+python.arguments = ["python3", "-c", paho, "\(port!)", "\(count)"]
 let pipe = Pipe()
 python.standardOutput = pipe
 try python.run()
