@@ -29,6 +29,17 @@ let package = Package(
         // ever crosses a Swift frame.
         .target(name: "CLuaShim", dependencies: ["CLua"]),
         .target(name: "BatonCore"),
+        // An MQTT 5 client over SwiftNIO (the broker link's transport): codec, session state
+        // machine and channel handler; no Baton modules.
+        .target(
+            name: "BatonMQTT",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Protocol/baton.proto's generated Swift (committed; scripts/gen-proto), the frame codec,
         // and Value ⇄ wire.
         .target(
@@ -140,6 +151,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // QoS 1 round trips of BatonMQTT beside paho-mqtt on one mosquitto; not installed.
+        .executableTarget(
+            name: "baton-mqtt-bench",
+            dependencies: [
+                "BatonMQTT",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(name: "BatonCoreTests", dependencies: ["BatonCore"]),
         .testTarget(
             name: "BatonSecurityTests",
@@ -208,6 +229,20 @@ let package = Package(
             ]
         ),
         .testTarget(name: "BatonCLITests", dependencies: ["BatonCore"]),
+        .testTarget(
+            name: "BatonMQTTTests",
+            dependencies: [
+                "BatonMQTT",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                // The TLS test's CA and certificates, made in the test.
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
