@@ -113,6 +113,21 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The broker link (issue 23): sealed sessions through an MQTT 5 broker (BatonMQTT), its
+        // dialer and listener, and presence as a device source.
+        .target(
+            name: "BatonBroker",
+            dependencies: [
+                "BatonMQTT", "BatonNet", "BatonClient", "BatonSecurity", "BatonCore", "BatonWire",
+                // Presence is signed with the device key (P-256) and carries its chain (DER).
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The host side: the agent's Lua configuration, its apps, launch dispatch and services.
         .target(
             name: "BatonAgent",
@@ -130,6 +145,7 @@ let package = Package(
             name: "baton",
             dependencies: [
                 "BatonLua", "BatonCore", "BatonAgent", "BatonNet", "BatonWire", "BatonClient", "BatonDiscovery", "BatonSecurity",
+                "BatonBroker",
                 .product(name: "X509", package: "swift-certificates"),
                 // A batch journal records its script's and input's SHA-256.
                 .product(name: "Crypto", package: "swift-crypto"),
