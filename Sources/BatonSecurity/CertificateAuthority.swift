@@ -58,7 +58,10 @@ public struct CertificateAuthority: Sendable {
     }
 
     /// A certificate for device `id` named `name`, for `publicKey`: usable as a TLS client and
-    /// server, carrying the id as the URI `urn:uuid:ID` in its subject alternative names.
+    /// server, carrying the id as the URI `urn:uuid:ID` in its subject alternative names and
+    /// as its CommonName. The CommonName is the id, never `name`: a broker that takes the
+    /// username from it (mosquitto's `use_identity_as_username`) then keeps each device to its
+    /// own topics, and logs no name a person gave. The name lives in the enrolled list.
     public func issueDeviceCertificate(id: String, name: String, publicKey subjectKey: Certificate.PublicKey, now: Date = Date()) throws -> Certificate {
         return try Certificate(
             version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: subjectKey,
@@ -66,7 +69,7 @@ public struct CertificateAuthority: Sendable {
             issuer: certificate.subject,
             subject: try DistinguishedName {
                 OrganizationName("Baton")
-                CommonName(String(name.prefix(64)))
+                CommonName(id.lowercased())
             },
             signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {

@@ -16,6 +16,8 @@ public struct DeviceBundle: Sendable {
     public var certificate: Certificate
     /// The new device's key.
     public var key: Certificate.PrivateKey
+    /// The account's broker, when it has one: the device that imports the file uses it.
+    public var broker: BrokerSettings? = nil
 
     static let format = "baton-device-bundle"
 
@@ -29,15 +31,18 @@ public struct DeviceBundle: Sendable {
     /// The bundle as text: a JSON object of `format` (`"baton-device-bundle"`), `version` (1),
     /// `device_id`, `name`, and `account_certificate`, `device_certificate` and `device_key` as
     /// PEM blocks (the key PKCS #8), each ending in a newline so that they concatenate into a
-    /// PEM file as they are.
+    /// PEM file as they are; and `broker` (`{"url", "ca"}`, see ``BrokerSettings/json``) when
+    /// the account has one, which Batons before it ignore.
     public func serialized() throws -> String {
-        JSON.object([
+        var members: [JSON.Member] = [
             .init("format", .string(Self.format)), .init("version", .int(1)),
             .init("device_id", .string(deviceID)), .init("name", .string(name)),
             .init("account_certificate", .string(try accountCertificate.serializeAsPEM().pemString + "\n")),
             .init("device_certificate", .string(try certificate.serializeAsPEM().pemString + "\n")),
             .init("device_key", .string(try key.serializeAsPEM().pemString + "\n")),
-        ]).serialized(pretty: true) + "\n"
+        ]
+        if let broker { members.append(.init("broker", broker.json)) }
+        return JSON.object(members).serialized(pretty: true) + "\n"
     }
 
     /// Reads a bundle and checks it: the certificate is the account's, names the id, and goes
@@ -53,7 +58,14 @@ public struct DeviceBundle: Sendable {
               let devicePEM = json["device_certificate"]?.stringValue, let keyPEM = json["device_key"]?.stringValue else {
             throw SecurityError.damaged("the device file lacks a field (device_id, name, account_certificate, device_certificate, device_key)")
         }
-        let bundle: DeviceBundle
+        // Files without `broker` (made before it, or for an account without one) read as before.
+        var broker: BrokerSettings?
+        if let entry = json["broker"] {
+            do { broker = try BrokerSettings(json: entry) } catch {
+                throw SecurityError.damaged("the device file's broker cannot be used: \(error)")
+            }
+        }
+        var bundle: DeviceBundle
         do {
             bundle = DeviceBundle(
                 deviceID: id, name: name, accountCertificate: try Certificate(pemEncoded: accountPEM),
@@ -61,6 +73,7 @@ public struct DeviceBundle: Sendable {
         } catch {
             throw SecurityError.damaged("the device file's certificates or key cannot be read")
         }
+        bundle.broker = broker
         guard try DeviceCertificate.verify(bundle.certificate, issuedBy: bundle.accountCertificate) == id.lowercased() else {
             throw SecurityError.damaged("the device file's certificate names another device")
         }

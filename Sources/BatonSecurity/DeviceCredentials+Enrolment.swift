@@ -12,13 +12,15 @@ import Glibc
 
 extension DeviceCredentials {
     /// Makes a device file for a new device named `name`, and records it among the enrolled.
-    /// Only a device holding the account's key can.
+    /// Only a device holding the account's key can. The file carries the account's broker, if
+    /// one is stored in `folder`.
     public func exportDevice(named name: String, in folder: ConfigurationFolder) throws -> DeviceBundle {
         guard let authority else {
             throw SecurityError.refused("this device does not hold the account's key; export from the device that made the account")
         }
         return try folder.withLock {
-            let bundle = try DeviceBundle.make(named: name, by: authority, id: UUID().uuidString.lowercased())
+            var bundle = try DeviceBundle.make(named: name, by: authority, id: UUID().uuidString.lowercased())
+            bundle.broker = try folder.broker()
             try EnrolledDevice.record(EnrolledDevice(certificate: bundle.certificate, id: bundle.deviceID, name: name), in: folder)
             return bundle
         }
@@ -26,7 +28,7 @@ extension DeviceCredentials {
 
     /// Makes `folder` this device's home in `bundle`'s account: its id, key and certificate. The
     /// files they replace are moved to `replaced-<time>/` in the folder, not deleted. Returns
-    /// the new credentials.
+    /// the new credentials. The bundle's broker, if it carries one, becomes the account's.
     public static func install(_ bundle: DeviceBundle, in folder: ConfigurationFolder, now: Date = Date()) throws -> DeviceCredentials {
         try folder.withLock {
             try moveAccountAside(in: folder, now: now)
@@ -35,6 +37,7 @@ extension DeviceCredentials {
                 certificate: bundle.certificate, key: bundle.key)
             try folder.write(credentials.deviceID + "\n", to: "device-id", mode: 0o644)
             try credentials.save(to: folder)
+            if let broker = bundle.broker { try folder.setBroker(broker) }
             return credentials
         }
     }
@@ -44,7 +47,7 @@ extension DeviceCredentials {
     /// can be restored. Call holding the folder's lock.
     static func moveAccountAside(in folder: ConfigurationFolder, now: Date) throws {
         let names = [files.account, files.accountKey, files.device, files.deviceKey, "device-id",
-                     EnrolledDevice.file, RevocationList.file, Invitation.file]
+                     EnrolledDevice.file, RevocationList.file, Invitation.file, ConfigurationFolder.brokerFile]
         let present = names.filter { FileManager.default.fileExists(atPath: folder.file($0)) }
         guard !present.isEmpty else { return }
         // `20261121T154301Z`: a time that sorts and fits in a file name.

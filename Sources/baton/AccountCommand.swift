@@ -27,7 +27,7 @@ struct AccountCommand: ParsableCommand {
             trusting a device. known lists the devices this one has met, pinned to what their \
             handshakes proved (discovery's word is only a hint); forget lets one be pinned afresh.
             """,
-        subcommands: [Show.self, Invite.self, Join.self, ExportDevice.self, Import.self, Revoke.self, Known.self, Forget.self],
+        subcommands: [Show.self, Invite.self, Join.self, ExportDevice.self, Import.self, Revoke.self, Known.self, Forget.self, Broker.self],
         defaultSubcommand: Show.self
     )
 
@@ -240,10 +240,10 @@ extension AccountCommand {
                     return text
                 }
             }
-            let credentials = AccountCommand.attempt(logging) {
-                try DeviceCredentials.install(DeviceBundle.parse(text), in: .standard)
-            }
+            let bundle = AccountCommand.attempt(logging) { try DeviceBundle.parse(text) }
+            let credentials = AccountCommand.attempt(logging) { try DeviceCredentials.install(bundle, in: .standard) }
             print("joined account \(credentials.fingerprint.short) as device \(credentials.deviceID)")
+            if let broker = bundle.broker { print("the account's broker: \(broker.url)") }
         }
     }
 

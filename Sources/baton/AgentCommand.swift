@@ -106,6 +106,8 @@ struct AgentCommand: ParsableCommand {
     @Option(name: .customLong("hello-timeout"), help: .hidden)
     var helloTimeout: String = "10s"
 
+    @OptionGroup var broker: BrokerOptions
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -145,6 +147,7 @@ struct AgentCommand: ParsableCommand {
         }
         pthread_sigmask(SIG_BLOCK, &shutdownSignals, nil)
         logging.bootstrap()
+        broker.resolve(logging)
         let logger = Logger(label: "baton.agent")
         let format = logging.logFormat
         // One loop runs Lua, the other serves connections: a provider busy in Lua (a long

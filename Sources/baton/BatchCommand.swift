@@ -147,6 +147,8 @@ struct BatchCommand: ParsableCommand {
 
     @OptionGroup var tracing: TraceOptions
 
+    @OptionGroup var broker: BrokerOptions
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -184,6 +186,7 @@ struct BatchCommand: ParsableCommand {
 
     func run() throws {
         logging.bootstrap()
+        broker.resolve(logging)
         let format = logging.logFormat
         let (low, high) = try backoffRange()
         var options: [JSON.Member] = [

@@ -39,6 +39,8 @@ struct DescribeCommand: ParsableCommand {
 
     @OptionGroup var request: RequestTimeoutOption
 
+    @OptionGroup var broker: BrokerOptions
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -47,6 +49,7 @@ struct DescribeCommand: ParsableCommand {
 
     func run() throws {
         logging.bootstrap()
+        broker.resolve(logging)
         let baton = client.makeClient(logging)
         let output = FailureOutput(json: json, logging: logging)
         let address = try output.catching(client: baton) {

@@ -64,6 +64,8 @@ struct DevicesCommand: ParsableCommand {
 
     @OptionGroup var client: ClientOptions
 
+    @OptionGroup var broker: BrokerOptions
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -87,6 +89,7 @@ struct DevicesCommand: ParsableCommand {
 
     func run() throws {
         logging.bootstrap()
+        broker.resolve(logging)
         let filter = try filter()
         let baton = client.makeClient(logging)
         let directory = try discovery.makeDirectory(client: baton)

@@ -90,6 +90,8 @@ struct HandoffCommand: ParsableCommand {
 
     @OptionGroup var client: ClientOptions
 
+    @OptionGroup var broker: BrokerOptions
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -127,6 +129,7 @@ struct HandoffCommand: ParsableCommand {
     func run() throws {
         let options = try options()
         logging.bootstrap()
+        broker.resolve(logging)
         let baton = client.makeClient(logging)
         let output = FailureOutput(json: json, logging: logging)
         let resolve = { (text: String) in

@@ -66,6 +66,8 @@ struct LaunchCommand: ParsableCommand {
 
     @OptionGroup var request: RequestTimeoutOption
 
+    @OptionGroup var broker: BrokerOptions
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -76,6 +78,7 @@ struct LaunchCommand: ParsableCommand {
     func run() throws {
         let launchData = try data.map { try MessageText.dictionary(fromJSON: $0, option: "--data", root: "data") } ?? [:]
         logging.bootstrap()
+        broker.resolve(logging)
         let baton = client.makeClient(logging)
         // A device that is not found says so on stderr; what the device answers prints on stdout.
         let output = FailureOutput(json: json, logging: logging, textOnStdout: true)

@@ -93,6 +93,8 @@ struct Run: ParsableCommand {
 
     @OptionGroup var tracing: TraceOptions
 
+    @OptionGroup var broker: BrokerOptions
+
     @OptionGroup var logging: LoggingOptions
 
     @Argument(help: ArgumentHelp("The script to run, or - for standard input.", valueName: "script"))
@@ -170,6 +172,7 @@ struct Run: ParsableCommand {
 
     func run() throws {
         logging.bootstrap()
+        broker.resolve(logging)
         let format = logging.logFormat
         let runID = UUID().uuidString.lowercased()
         let held = takeLock(runID: runID, format: format)

@@ -63,6 +63,8 @@ struct SendCommand: ParsableCommand {
 
     @OptionGroup var request: RequestTimeoutOption
 
+    @OptionGroup var broker: BrokerOptions
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -106,6 +108,7 @@ struct SendCommand: ParsableCommand {
     func run() throws {
         let message = try message()
         logging.bootstrap()
+        broker.resolve(logging)
         let baton = client.makeClient(logging)
         let output = FailureOutput(json: jsonOutput, logging: logging)
         let address = try output.catching(client: baton) {
