@@ -24,9 +24,9 @@ public final class DeviceAccess: @unchecked Sendable {
         public var deviceName = ""
         /// The W3C `traceparent` the client passes on in Hello; empty for none.
         public var traceparent = ""
-        /// How the client dials each kind of route (``BatonClient/Options/dialers``): TCP by
-        /// default.
-        public var dialers: [any LinkDialer] = [TCPDialer()]
+        /// How the client dials each kind of route (``BatonClient/Options/dialers``), given the
+        /// loop it runs on (a broker's connection lives there): TCP by default.
+        public var dialers: @Sendable (any EventLoop) -> [any LinkDialer] = { _ in [TCPDialer()] }
 
         /// The defaults: mDNS, no peers, 3 s to connect, plaintext.
         public init() {}
@@ -69,7 +69,7 @@ public final class DeviceAccess: @unchecked Sendable {
             client.connectTimeout = TimeAmount(options.connectTimeout)
             client.deviceName = options.deviceName
             client.traceparent = options.traceparent
-            client.dialers = options.dialers
+            client.dialers = options.dialers(eventLoop)
             do {
                 client.security = try options.security()
             } catch {

@@ -150,7 +150,7 @@ extension MQTTClient {
         var keepAlive = configuration.keepAlive
         if case .twoByte(let v)? = ack.properties[MQTTProperties.serverKeepAlive] { keepAlive = v }
         startKeepAlive(seconds: keepAlive, generation: generation)
-        logger.info("connected to \(configuration.host):\(configuration.port)", metadata: ["session-present": "\(ack.sessionPresent)"])
+        logger.debug("connected to \(configuration.host):\(configuration.port)", metadata: ["session-present": "\(ack.sessionPresent)"])
         delegate?.mqttClient(self, connectedWithSessionPresent: ack.sessionPresent)
         guard generation == self.generation, connected else { return }
         resubscribe()

@@ -179,6 +179,7 @@ struct AgentCommand: ParsableCommand {
         network.deviceName = name ?? defaults.device.name
         network.discovery.peers = peers.compactMap { DeviceAddress($0) }
         if !mdns { network.discovery.mdns = nil }
+        CommandBroker.reaching(&network, insecure: insecure)
         let agent: Agent
         do {
             agent = try Agent.start(config: config.map { .file($0) }, defaults: defaults, options: options, network: network, on: loop, servingLoop: servingLoop).wait()
@@ -214,16 +215,44 @@ struct AgentCommand: ParsableCommand {
         let advertiser = mdns
             ? advertise(agent, port: server.localAddress.port ?? address.port, account: account, listening: address.host, logger: logger) : nil
 
+        let onBroker = brokerSide(device: device, server: server, security: security, limits: limits, port: server.localAddress.port, logger: logger)
+
         var received: Int32 = 0
         sigwait(&shutdownSignals, &received)
         logger.info("shutting down", metadata: ["signal": "\(received == SIGINT ? "SIGINT" : "SIGTERM")"])
         watchdog?.standDown()
         // The goodbye first, so that watchers drop the device before its port closes.
         try? advertiser?.stop().wait()
+        onBroker?.leave()
         try? server.shutdown().wait()
+        onBroker?.stop()
+        CommandBroker.finish()
         // The players the agent started stop with it (each within its grace).
         try? agent.stop().wait()
         Baton.exitProcess(0)
+    }
+
+    /// The agent on the broker, when one is in use and the agent has an account (not
+    /// `--insecure`); nil, and why in the log, when it cannot be.
+    private func brokerSide(
+        device: DeviceInfo, server: AgentServer, security: ConnectionSecurity, limits: FrameLimits, port: Int?, logger: Logger
+    ) -> AgentBroker? {
+        guard let settings = CommandBroker.access?.settings else { return nil }
+        guard let trustStore = security.trustStore else {
+            logger.notice("not on the broker: --insecure agents have no account to prove", metadata: ["broker": "\(settings.url)"])
+            return nil
+        }
+        // Its TCP listeners, for a direct link later: the addresses it listens on.
+        let host = RemoteDevice.Endpoint(listen, allowingPortZero: true)?.host ?? ""
+        let endpoints = port.map { AgentBroker.endpoints(listening: host, port: $0) } ?? []
+        do {
+            return try AgentBroker.start(
+                settings: settings, device: device, server: server, trustStore: trustStore, limits: limits, endpoints: endpoints,
+                logger: logger)
+        } catch {
+            logger.error("not on the broker", metadata: ["broker": "\(settings.url)", "error": "\(error)"])
+            return nil
+        }
     }
 
     /// Starts advertising over mDNS; nil (and why, in the log) when it cannot.

@@ -231,6 +231,7 @@ struct BatchCommand: ParsableCommand {
         network.discovery = discovery.directoryOptions
         network.traceparent = traceContext.traceparent
         network.security = { [insecure] in try ConnectionSecurity.forCommandLine(insecure: insecure) }
+        CommandBroker.reaching(&network, insecure: insecure)
         // SIGINT and SIGTERM stop the batch gracefully: the driver writes the journal and report.
         Interruption.catchSignals()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -263,6 +264,7 @@ struct BatchCommand: ParsableCommand {
             FailureReport.write(message: "cannot write the trace \(path) in full: \(problem)", format: format)
         }
         if let (_, path) = trace { tracing.settle(path: path, exitCode: exitCode) }
+        CommandBroker.finish()
         Baton.exitProcess(exitCode)
     }
 

@@ -50,7 +50,9 @@ struct ClientOptions: ParsableArguments {
         if authorizationKind == .anonymous { options.unlistedAgents = .anyAccount }
         // The agents log under the caller's trace (a TRACEPARENT in the environment).
         options.traceparent = TraceOptions.context().traceparent
-        return BatonClient(eventLoop: group.next(), options: options)
+        let loop = group.next()
+        CommandBroker.dialing(&options, on: loop)
+        return BatonClient(eventLoop: loop, options: options)
     }
 }
 
@@ -112,6 +114,7 @@ extension BatonClient {
     /// Says goodbye on every connection and lets the loop write it before the process ends.
     func finish() {
         shutdown()
+        CommandBroker.finish()
         try? eventLoop.submit {}.wait()
     }
 }

@@ -233,6 +233,7 @@ struct DiscoveryOptions: ParsableArguments {
     func makeDirectory(client: BatonClient) throws -> DeviceDirectory {
         var options = directoryOptions
         if let account = client.options.security.trustStore?.credentials.fingerprint.hex { options.account = account }
+        CommandBroker.discovering(&options, client: client)
         return DeviceDirectory(client: client, options: options)
     }
 }

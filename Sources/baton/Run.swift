@@ -205,6 +205,7 @@ struct Run: ParsableCommand {
         network.traceparent = traceContext.traceparent
         // Loaded on the script's first network call: scripts that never connect start faster.
         network.security = { [insecure] in try ConnectionSecurity.forCommandLine(insecure: insecure) }
+        CommandBroker.reaching(&network, insecure: insecure)
         let stopper = trace.map { trace in SignalStop(settle: { tracing.settle(path: trace.1, exitCode: $0) }) }
         stopper?.catchSignals()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -238,6 +239,7 @@ struct Run: ParsableCommand {
             FailureReport.write(message: "cannot write the trace \(path) in full: \(problem)", format: format)
         }
         if let (_, path) = trace { tracing.settle(path: path, exitCode: outcome.exitCode) }
+        CommandBroker.finish()
         if case .interrupted(let signal) = outcome { Interruption.die(by: signal) }
         Baton.exitProcess(outcome.exitCode)
     }

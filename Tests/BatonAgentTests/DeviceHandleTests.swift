@@ -73,7 +73,7 @@ struct DeviceHandleTests {
             capture(#baton.devices({ transport = "cloud" }))
             capture(#baton.devices({ transport = "local" }))
             """) { network in
-            network.dialers = [TCPDialer(), broker]
+            network.dialers = { _ in [TCPDialer(), broker] }
             network.discovery.moreSources = { client in [FixedDeviceSource([device], on: client.eventLoop)] }
         }
         #expect(outcome == .completed, "\(captured.failures)")
