@@ -120,7 +120,7 @@ extension BrokerCommand {
                 device files from baton account export-device carry it; on devices enrolled before, run the same baton account broker there.
                 devices enrolled before this Baton (their certificate's CommonName is their name, not their id) are refused by the ACL: enrol them again.
                 """)
-            if credentials.certificate.subject.description != "O=Baton,CN=\(credentials.deviceID)" {
+            if !credentials.certificate.subject.description.contains("CN=\(credentials.deviceID)") {
                 StandardError.write("baton: this device's own certificate names it by its name, not its id (\(credentials.certificate.subject)): the broker's ACL refuses it until it is enrolled again\n")
             }
             if let warning = owner.unreachableParent(of: folder.path) {

@@ -32,8 +32,9 @@ struct BrokerOptions: ParsableArguments {
     /// `BATON_BROKER`, if set.
     static var environment: String? { ProcessInfo.processInfo.environment[EffectiveBroker.variable] }
 
-    /// The broker this command uses (see ``EffectiveBroker``), logged at debug, and the one
-    /// its clients reach devices through (``CommandBroker``). Exits 1 saying
+    /// The broker this command uses (see ``EffectiveBroker``), logged at debug when anything
+    /// names one (or says none), and the one its clients reach devices through
+    /// (``CommandBroker``). Exits 1 saying
     /// why when the account's stored broker cannot be read. Call from `run()`, after
     /// bootstrapping the logs.
     @discardableResult
@@ -42,7 +43,8 @@ struct BrokerOptions: ParsableArguments {
             try EffectiveBroker.resolve(
                 noBroker: noBroker, option: url, environment: Self.environment, account: { try ConfigurationFolder.standard.broker() })
         }
-        Logger(label: "baton.broker").debug("broker: \(effective.description)")
+        // Nothing said when nothing anywhere names a broker: most runs, and their first lines.
+        if effective.origin != .unset { Logger(label: "baton.broker").debug("broker: \(effective.description)") }
         CommandBroker.use(effective)
         return effective
     }

@@ -52,6 +52,7 @@ struct AccountBrokerTests {
         #expect(plain.stderr.contains("plaintext") && plain.stderr.contains("trust"), "\(plain)")
 
         // Any PEM certificate serves as a CA file here: the account's own.
+        _ = try await BrokerConfigTests.accountJSON(home)
         let ca = try String(contentsOfFile: home.url.path + "/baton/account.pem", encoding: .utf8)
         try home.write("their-ca.pem", ca)
         let own = try await home.baton("account", "broker", "mqtts://[fd00::1]:8884", "--ca", "their-ca.pem", environment: env)
@@ -101,12 +102,12 @@ struct AccountBrokerTests {
         #expect(badEnv.exitCode == 2 && badEnv.stderr.contains("BATON_BROKER") && badEnv.stderr.contains("mqtts://HOST:PORT"), "\(badEnv)")
         env["BATON_BROKER"] = nil
         for args in [["agent", "--broker", "mqtts://a:b"], ["launch", "--broker", "x", "tv", "https://example.com"],
-                     ["batch", "--broker", "mqtts://", "noop.lua"], ["describe", "--broker", "mqtts://h/x", "tv"],
+                     ["batch", "--broker", "mqtts://", "noop.lua", "--input", "items.json"], ["describe", "--broker", "mqtts://h/x", "tv"],
                      ["handoff", "--broker", "mqtt://h:65536", "tv", "radio"], ["devices", "--broker", "mqtts://u@h"]] {
             let r = try await BatonProcess.run(args, environment: env, directory: home.url)
             #expect(r.exitCode == 2 && r.stderr.contains("mqtts://HOST:PORT"), "\(args): \(r)")
         }
-        let both = try await BatonProcess.run(["send", "--no-broker", "--broker", "mqtts://a", "tv", "svc"], environment: env, directory: home.url)
+        let both = try await BatonProcess.run(["send", "--no-broker", "--broker", "mqtts://a", "tv", "svc", "--app", "org.example.app"], environment: env, directory: home.url)
         #expect(both.exitCode == 2 && both.stderr.contains("not both"), "\(both)")
     }
 
@@ -150,7 +151,7 @@ struct AccountBrokerTests {
         let account = try await BrokerConfigTests.accountJSON(tv)
         let device = try #require(account["device"] as? [String: Any])
         let id = try #require(device["id"] as? String)
-        #expect(device["certificate_subject"] as? String == "O=Baton,CN=\(id)", "\(device)")
+        #expect(device["certificate_subject"] as? String == "CN=\(id),O=Baton", "\(device)")
         let subject = try await BatonProcess.run(
             ["x509", "-in", tv.url.path + "/baton/device.pem", "-noout", "-subject"], program: URL(fileURLWithPath: "/usr/bin/openssl"))
         #expect(subject.stdout.contains("CN = \(id)") && !subject.stdout.contains("Living Room"), "\(subject)")

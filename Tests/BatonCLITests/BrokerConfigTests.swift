@@ -161,12 +161,14 @@ extension BrokerConfigTests {
     }
 
     /// `mosquitto_sub` as `identity`: what arrives (`topic message` lines) until `count` messages
-    /// or 3 s pass (it exits non-zero then: a wait for what must not come, not a timing).
+    /// or 3 s pass (killed then, exit 137: a wait for what must not come, not a timing).
     func subscribe(as identity: Identity, ca: String, port: Int, topic: String, count: Int) async throws -> BatonResult {
+        // Ended by timeout's SIGKILL rather than its own -W: children of the test process may
+        // inherit SIGALRM and SIGTERM blocked (mosquitto_sub's -W never fired here).
         try await BatonProcess.run(
-            ["-h", "127.0.0.1", "-p", "\(port)", "-V", "mqttv5", "--cafile", ca, "--cert", identity.certificate, "--key", identity.key,
-             "-q", "1", "-v", "-t", topic, "-C", "\(count)", "-W", "3"],
-            program: URL(fileURLWithPath: "/usr/bin/mosquitto_sub"))
+            ["-s", "KILL", "3", "/usr/bin/mosquitto_sub", "-h", "127.0.0.1", "-p", "\(port)", "-V", "mqttv5", "--cafile", ca,
+             "--cert", identity.certificate, "--key", identity.key, "-q", "1", "-v", "-t", topic, "-C", "\(count)"],
+            program: URL(fileURLWithPath: "/usr/bin/timeout"))
     }
 
     /// A port on 127.0.0.1 nothing listens on now.
@@ -182,7 +184,7 @@ extension BrokerConfigTests {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    /// A real mosquitto the test started, stopped with SIGTERM.
+    /// A real mosquitto the test started, killed at the end.
     final class Mosquitto: @unchecked Sendable {
         let process = Process()
         let log: String
@@ -215,7 +217,8 @@ extension BrokerConfigTests {
 
         func stop() {
             guard process.isRunning else { return }
-            process.terminate()
+            // SIGKILL: mosquitto started by the test process may not end on SIGTERM (seen here: it never did).
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
 
