@@ -160,6 +160,8 @@ extension BrokerCommand {
             per_listener_settings false
             allow_anonymous false
             acl_file \(folder.file("acl"))
+            # Nagle's algorithm with delayed ACKs makes each QoS 1 round trip wait ~40 ms.
+            set_tcp_nodelay true
 
             listener \(port)
             cafile \(folder.file("ca.pem"))
