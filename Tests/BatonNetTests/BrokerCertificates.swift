@@ -35,11 +35,15 @@ struct BrokerCertificates: Sendable {
         try Self.write(try authority.serializeAsPEM().pemString, to: ca, mode: 0o644)
 
         let host = BrokerNetwork.brokerHost.split(separator: ".").compactMap { UInt8($0) }
-        (serverCertificate, serverKey) = try Self.issue(
+        let server = try Self.issue(
             "broker", by: authority, key: authorityKey, in: directory, usage: .serverAuth,
             names: [.ipAddress(ASN1OctetString(contentBytes: ArraySlice(host))), .dnsName("broker")])
-        try BrokerNetwork.handToMosquitto(serverKey)
-        (clientCertificate, clientKey) = try Self.issue(client, by: authority, key: authorityKey, in: directory, usage: .clientAuth)
+        try BrokerNetwork.handToMosquitto(server.key)
+        serverCertificate = server.certificate
+        serverKey = server.key
+        let own = try Self.issue(client, by: authority, key: authorityKey, in: directory, usage: .clientAuth)
+        clientCertificate = own.certificate
+        clientKey = own.key
     }
 
     /// How the tests' clients reach the broker: with the CA and the client certificate.

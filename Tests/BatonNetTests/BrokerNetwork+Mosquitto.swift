@@ -145,7 +145,9 @@ extension BrokerNetwork {
         var args = ["-V", "mqttv5", "-h", broker.host, "-p", String(broker.port)] + ((tls ?? broker.clientTLS)?.arguments ?? [])
         // -d: its "Subscribed" line says when the subscription is in place.
         args += ["-i", "baton-capture-\(tag)", "-q", "1", "-d", "-F", BrokerCapture.format, "-t", topic] + arguments
-        let process = try spawner.spawn(in: namespace ?? hub, "mosquitto_sub", args, stdout: stdout, stderr: stderr)
+        // Line-buffered: mosquitto_sub flushes only after a message, not after its debug lines.
+        let process = try spawner.spawn(
+            in: namespace ?? hub, "stdbuf", ["-oL", "mosquitto_sub"] + args, stdout: stdout, stderr: stderr)
         let capture = BrokerCapture(broker: broker.name, topic: topic, process: process, stdout: stdout, stderr: stderr)
         try await capture.waitUntilSubscribed()
         return capture

@@ -41,6 +41,15 @@ final class MosquittoInstance: @unchecked Sendable {
     private var process: ChildProcess?
     private var logs: [String] = []
 
+    /// Execs argv[1...] with no signal blocked and SIGTERM, SIGINT, SIGHUP, SIGPIPE at their defaults.
+    private static let defaultSignals = """
+        import os, signal, sys
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
+            signal.signal(s, signal.SIG_DFL)
+        os.execvp(sys.argv[1], sys.argv[1:])
+        """
+
     /// How long a start may take until the port accepts, and a stop until the process ends.
     static let limit: Double = 15
 
@@ -78,8 +87,11 @@ final class MosquittoInstance: @unchecked Sendable {
     func start() async throws {
         let run = lock.withLock { logs.count + 1 }
         let logFile = network.directory.file("mosquitto-\(name)-\(run).log")
+        // The test process's threads block (or ignore) SIGTERM and posix_spawn passes that on;
+        // mosquitto would never see one. A python exec with every signal unblocked and at its
+        // default keeps the process id mosquitto's own.
         let child = try network.spawner.spawn(
-            in: network.hub, "mosquitto", ["-c", configPath], stdout: logFile, stderr: logFile)
+            in: network.hub, "python3", ["-c", Self.defaultSignals, "mosquitto", "-c", configPath], stdout: logFile, stderr: logFile)
         lock.withLock {
             process = child
             logs.append(logFile)
