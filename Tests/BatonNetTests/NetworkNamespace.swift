@@ -19,9 +19,8 @@ final class NamespacePair: @unchecked Sendable {
     let b: String
     /// Holds every process's files: agents' homes, watchers' output, scripts.
     let directory: TemporaryDirectory
-
-    private let lock = NSLock()
-    private var children: [ChildProcess] = []
+    /// Starts the processes inside, and kills those left running at the end.
+    private let spawner: NamespaceSpawner
 
     struct Failure: Error, CustomStringConvertible {
         var description: String
@@ -36,9 +35,11 @@ final class NamespacePair: @unchecked Sendable {
 
     private init() throws {
         let prefix = "baton-nt-" + String(UInt32.random(in: .min ... .max), radix: 16)
-        a = prefix + "-a"
+        let a = prefix + "-a"
+        self.a = a
         b = prefix + "-b"
         directory = try TemporaryDirectory("baton-netns")
+        spawner = NamespaceSpawner(directory: directory) { $0 == a ? "10.77.0.1" : "10.77.0.2" }
         do {
             for namespace in [a, b] {
                 try Self.command(Self.ip, "netns", "add", namespace)
@@ -83,9 +84,7 @@ final class NamespacePair: @unchecked Sendable {
     }
 
     private func tearDown() async {
-        let running = lock.withLock { children }.filter(\.isRunning)
-        for child in running { child.signal(SIGKILL) }
-        for child in running { _ = await child.exit.wait(within: 10) }
+        await spawner.killAll()
         removeNamespaces()
     }
 
@@ -122,11 +121,7 @@ final class NamespacePair: @unchecked Sendable {
         in namespace: String, _ executable: String, _ arguments: [String], environment: [String: String] = [:],
         stdout: String, stderr: String
     ) throws -> ChildProcess {
-        let child = try ChildProcess(
-            Self.ip, ["netns", "exec", namespace, executable] + arguments,
-            environment: ChildProcess.environment(environment), directory: directory.path, stdout: stdout, stderr: stderr)
-        lock.withLock { children.append(child) }
-        return child
+        try spawner.spawn(in: namespace, executable, arguments, environment: environment, stdout: stdout, stderr: stderr)
     }
 
     /// Runs `baton ARGS` inside `namespace` to completion, as the holder of the shared test account (or
@@ -134,22 +129,7 @@ final class NamespacePair: @unchecked Sendable {
     func baton(
         in namespace: String, _ arguments: [String], xdg: String? = nil, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> CLIResult {
-        let tag = Self.tag()
-        let xdg = xdg ?? TestAccount.shared.home.path
-        let process = try spawn(
-            in: namespace, try BatonBinary.get().path, arguments, environment: ["XDG_CONFIG_HOME": xdg],
-            stdout: directory.file("cli-\(tag).out"), stderr: directory.file("cli-\(tag).err"))
-        var code = await process.exit.wait(within: 30)
-        if code == nil {
-            process.signal(SIGKILL)
-            code = await process.exit.wait(within: 5)
-        }
-        let result = CLIResult(
-            code: code ?? -1, stdout: directory.read("cli-\(tag).out") ?? "", stderr: directory.read("cli-\(tag).err") ?? "")
-        if code == nil || code == 128 + SIGKILL {
-            Issue.record("baton \(arguments.joined(separator: " ")) in \(namespace) was still running after 30 s\n\(result)", sourceLocation: sourceLocation)
-        }
-        return result
+        try await spawner.baton(in: namespace, arguments, xdg: xdg, sourceLocation: sourceLocation)
     }
 
     /// Starts `baton agent --listen 0.0.0.0:0` in `namespace`, as a user would on a LAN, with
@@ -160,66 +140,18 @@ final class NamespacePair: @unchecked Sendable {
         in namespace: String, name: String? = nil, kind: String? = nil, config: String? = nil,
         arguments: [String] = [], home: AgentHome? = nil
     ) async throws -> NamespacedAgent {
-        let home = try home ?? AgentHome(in: directory)
-        var args = ["agent", "--listen", "0.0.0.0:0", "--log-format", "json"]
-        if let name { args += ["--name", name] }
-        if let kind { args += ["--kind", kind] }
-        if let config {
-            let file = home.path + "/agent-\(Self.tag()).lua"
-            try Data(config.replacingOccurrences(of: "@DIR@", with: home.path).utf8).write(to: URL(fileURLWithPath: file))
-            args += ["--config", file]
-        }
-        args += arguments
-        let tag = Self.tag()
-        let stdout = home.path + "/agent-\(tag).out", stderr = home.path + "/agent-\(tag).err"
-        let process = try spawn(
-            in: namespace, try BatonBinary.get().path, args, environment: ["XDG_CONFIG_HOME": home.path + "/xdg"],
-            stdout: stdout, stderr: stderr)
-        let started = Date()
-        let pattern = #/listening on 0\.0\.0\.0:([0-9]+) id=(\S+) name="(.*)"/#
-        while true {
-            let out = (try? String(contentsOfFile: stdout, encoding: .utf8)) ?? ""
-            if let line = out.split(separator: "\n").first {
-                guard let m = String(line).wholeMatch(of: pattern), let port = Int(m.1) else {
-                    process.signal(SIGKILL)
-                    throw Failure("unexpected first line from the agent: \(line)")
-                }
-                return NamespacedAgent(
-                    namespace: namespace, host: address(of: namespace), port: port, id: String(m.2), name: String(m.3),
-                    home: home, process: process, stderr: stderr)
-            }
-            if let code = process.exit.value {
-                throw Failure("the agent exited with \(code) before listening; stderr:\n\(NamespacedAgent.read(stderr))")
-            }
-            if Date().timeIntervalSince(started) > 20 {
-                process.signal(SIGKILL)
-                throw Failure("the agent did not print 'listening on' within 20 s; stderr:\n\(NamespacedAgent.read(stderr))")
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await spawner.agent(in: namespace, name: name, kind: kind, config: config, arguments: arguments, home: home)
     }
 
     /// Starts `baton devices --watch --json ARGS` in `namespace`.
     func watcher(in namespace: String, _ arguments: [String] = []) throws -> DeviceWatcher {
-        let tag = Self.tag()
-        let xdg = TestAccount.shared.home.path
-        let stdout = directory.file("watch-\(tag).out"), stderr = directory.file("watch-\(tag).err")
-        let all = ["devices", "--watch", "--json"] + arguments
-        let process = try spawn(
-            in: namespace, try BatonBinary.get().path, all, environment: ["XDG_CONFIG_HOME": xdg],
-            stdout: stdout, stderr: stderr)
-        return DeviceWatcher(namespace: namespace, arguments: all, process: process, stdout: stdout, stderr: stderr)
+        try spawner.watcher(in: namespace, arguments)
     }
 
     /// Starts `python3 -c SCRIPT ARGS` in `namespace` (python-zeroconf is installed in CI).
     func python(in namespace: String, _ script: String, _ arguments: [String] = []) throws -> ScriptProcess {
-        let tag = Self.tag()
-        let stdout = directory.file("py-\(tag).out"), stderr = directory.file("py-\(tag).err")
-        let process = try spawn(in: namespace, "python3", ["-c", script] + arguments, stdout: stdout, stderr: stderr)
-        return ScriptProcess(process: process, stdout: stdout, stderr: stderr)
+        try spawner.python(in: namespace, script, arguments)
     }
-
-    private static func tag() -> String { String(UUID().uuidString.prefix(8)) }
 
     // MARK: commands
 
@@ -275,7 +207,7 @@ final class NamespacedAgent: Sendable {
     let process: ChildProcess
     private let stderr: String
 
-    fileprivate init(namespace: String, host: String, port: Int, id: String, name: String, home: AgentHome, process: ChildProcess, stderr: String) {
+    init(namespace: String, host: String, port: Int, id: String, name: String, home: AgentHome, process: ChildProcess, stderr: String) {
         self.namespace = namespace
         self.host = host
         self.port = port
@@ -346,7 +278,7 @@ final class DeviceWatcher: Sendable {
     private let stdout: String
     private let stderr: String
 
-    fileprivate init(namespace: String, arguments: [String], process: ChildProcess, stdout: String, stderr: String) {
+    init(namespace: String, arguments: [String], process: ChildProcess, stdout: String, stderr: String) {
         self.namespace = namespace
         self.arguments = arguments
         self.process = process
