@@ -37,6 +37,10 @@ public final class BrokerDeviceSource: DeviceSource, @unchecked Sendable {
     /// Bumped when this watcher's broker connection comes back: a will pending across a
     /// reconnect is judged again from then on.
     private var connection = 0
+    /// When the broker let this watcher in last.
+    private var connectedSince: NIODeadline?
+    /// How long a connection must have lasted before a will on it is believed.
+    let steady: TimeAmount = .seconds(10)
 
     private let describe: (DeviceTarget) -> EventLoopFuture<DeviceInfo>
 
@@ -104,6 +108,7 @@ public final class BrokerDeviceSource: DeviceSource, @unchecked Sendable {
 
     private func reconnected() {
         connection += 1
+        connectedSince = hub.eventLoop.now
         // Wills heard before are judged again from now: the broker may have been the one that
         // went (and sent every will as it stopped).
         for id in devices.keys where devices[id]?.suspicion != nil { suspect(id) }
@@ -134,6 +139,7 @@ public final class BrokerDeviceSource: DeviceSource, @unchecked Sendable {
     }
 
     private func see(_ id: String, _ record: PresenceRecord) {
+        hub.present(id)
         var seen = devices[id] ?? Seen(record: record)
         seen.suspicion?.cancel()
         seen.suspicion = nil
@@ -174,19 +180,24 @@ public final class BrokerDeviceSource: DeviceSource, @unchecked Sendable {
         directory?.source(self, sees: device, as: key(id))
     }
 
-    /// A will came: believe it once ``confirmation`` passed on this connection to the broker.
-    private func suspect(_ id: String) {
+    /// A will came: believe it once ``confirmation`` passed, on a connection to the broker
+    /// that has lasted ``steady`` by then (after the broker itself came back, agents need a
+    /// moment to say they are there again).
+    private func suspect(_ id: String, after wait: TimeAmount? = nil) {
         guard var seen = devices[id] else { return }
         seen.suspicion?.cancel()
         let connection = self.connection
-        seen.suspicion = hub.eventLoop.scheduleTask(in: confirmation) { [weak self] in
+        seen.suspicion = hub.eventLoop.scheduleTask(in: wait ?? confirmation) { [weak self] in
             guard let self, self.connection == connection, self.hub.connected else { return }
+            let settled = self.connectedSince.map { self.hub.eventLoop.now - $0 } ?? .zero
+            if settled < self.steady { return self.suspect(id, after: self.steady - settled) }
             self.lose(id, "its will was published and nothing newer came")
         }
         devices[id] = seen
     }
 
     private func lose(_ id: String, _ why: String) {
+        hub.gone(id)
         guard let seen = devices.removeValue(forKey: id) else { return }
         seen.lease?.cancel()
         seen.suspicion?.cancel()

@@ -159,6 +159,25 @@ public final class BrokerHub: MQTTClientDelegate, @unchecked Sendable {
         links[peer + "/" + session]
     }
 
+    /// Devices whose presence said they left (or whose will stood), as a watcher on this hub
+    /// heard: a dial to one fails at once, and its links end.
+    private var departed: Set<String> = []
+
+    /// `device` is present on the broker.
+    func present(_ device: String) {
+        departed.remove(device)
+    }
+
+    /// `device` left the broker: its links end (their requests fail now, not at their
+    /// deadlines), and dials to it fail until it is back.
+    func gone(_ device: String) {
+        departed.insert(device)
+        for link in links.values where link.peerID == device { link.peerLeft() }
+    }
+
+    /// Whether a watcher on this hub saw `device` leave (and not come back).
+    func hasLeft(_ device: String) -> Bool { departed.contains(device) }
+
     /// How many links are open: for tests and status lines.
     public var linkCount: Int { links.count }
 

@@ -106,6 +106,9 @@ final class BrokerLink: Link, @unchecked Sendable {
     func startInitiating() {
         eventLoop.preconditionInEventLoop()
         guard let initiator else { return }
+        if hub.hasLeft(peerID) {
+            return fail(.failed(BrokerLinkError.offline("\(peerID) is offline: its presence on the broker says it left").description))
+        }
         hub.register(self)
         var body = ByteBuffer()
         body.writeBytes(initiator.hello)
@@ -307,6 +310,11 @@ final class BrokerLink: Link, @unchecked Sendable {
         guard !ended else { return }
         session?.link(self, failed: failure)
         end()
+    }
+
+    /// The peer's presence says it left the broker.
+    func peerLeft() {
+        fail(.failed("\(peerID) left the broker"))
     }
 
     /// The hub stopped: the link cannot go on.
