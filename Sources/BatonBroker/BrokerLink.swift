@@ -32,6 +32,8 @@ final class BrokerLink: Link, @unchecked Sendable {
     private var sealed: SealedSession?
     private var initiator: SealInitiator?
     private let expectation: AgentExpectation
+    /// Whether this end dialled (the client's), rather than answered a hello.
+    private let dialled: Bool
     private var decoder: FrameDecoder
     private var inbound: ByteBuffer?
     private var outbox: ByteBuffer?
@@ -65,9 +67,10 @@ final class BrokerLink: Link, @unchecked Sendable {
 
     private init(
         hub: BrokerHub, peerID: String, sessionID: [UInt8], destination: String, expectation: AgentExpectation,
-        limits: FrameLimits, logger: Logger
+        dialled: Bool, limits: FrameLimits, logger: Logger
     ) {
         self.hub = hub
+        self.dialled = dialled
         self.eventLoop = hub.eventLoop
         self.peerID = peerID.lowercased()
         self.sessionID = sessionID
@@ -85,7 +88,7 @@ final class BrokerLink: Link, @unchecked Sendable {
         let initiator = SealInitiator(credentials: hub.credentials, to: route.deviceID)
         let link = BrokerLink(
             hub: hub, peerID: route.deviceID, sessionID: initiator.sessionID, destination: hub.topics.agentInbox(route.deviceID),
-            expectation: expectation, limits: limits, logger: logger)
+            expectation: expectation, dialled: true, limits: limits, logger: logger)
         link.initiator = initiator
         return link
     }
@@ -96,7 +99,7 @@ final class BrokerLink: Link, @unchecked Sendable {
     ) -> BrokerLink {
         let link = BrokerLink(
             hub: hub, peerID: envelope.sender, sessionID: envelope.sessionID, destination: replyTo, expectation: .anyAccount,
-            limits: limits, logger: logger)
+            dialled: false, limits: limits, logger: logger)
         link.sealed = session
         return link
     }
@@ -106,9 +109,7 @@ final class BrokerLink: Link, @unchecked Sendable {
     func startInitiating() {
         eventLoop.preconditionInEventLoop()
         guard let initiator else { return }
-        if hub.hasLeft(peerID) {
-            return fail(.failed(BrokerLinkError.offline("\(peerID) is offline: its presence on the broker says it left").description))
-        }
+        if hub.hasLeft(peerID) { return offline("its presence on the broker says it left") }
         hub.register(self)
         var body = ByteBuffer()
         body.writeBytes(initiator.hello)
@@ -118,7 +119,7 @@ final class BrokerLink: Link, @unchecked Sendable {
         }.whenComplete { [self] result in
             switch result {
             case .success(let ack) where ack.noMatchingSubscribers:
-                fail(.failed(BrokerLinkError.offline("\(peerID) is offline: nobody listens on its inbox on the broker").description))
+                offline("nobody listens on its inbox on the broker")
             case .success(let ack) where ack.reasonCode >= 0x80:
                 fail(.refused(.refusedByPeer("the broker refused the message (reason \(ack.reasonCode)\(ack.reasonString.map { ": \($0)" } ?? ""))"), logLine: "broker refused a hello"))
             case .success: break
@@ -314,12 +315,20 @@ final class BrokerLink: Link, @unchecked Sendable {
 
     /// The peer's presence says it left the broker.
     func peerLeft() {
-        fail(.failed("\(peerID) left the broker"))
+        offline("its presence on the broker says it left")
     }
 
-    /// The hub stopped: the link cannot go on.
+    /// The peer is not on the broker: for the caller, the device is unavailable (as a refused
+    /// TCP connect is), not trouble worth a warning.
+    private func offline(_ why: String) {
+        let text = "\(peerID) is offline: \(why)"
+        fail(dialled ? .refused(.closed(text), logLine: text) : .failed(text))
+    }
+
+    /// The hub stopped (the process is ending): the link ends, as a socket closed by its
+    /// owner does, with nothing to report.
     func hubStopped() {
-        fail(.failed("the broker connection was stopped"))
+        end()
     }
 
     private func end() {
