@@ -61,6 +61,7 @@ public final class BrokerAccess: Sendable {
             }
             let (endpoint, trustStore) = state.endpoint!
             let hub = try BrokerHub(endpoint: endpoint, role: .client, trustStore: trustStore, eventLoop: loop, logger: logger)
+            // Connecting early saves a round trip; whatever uses the hub first starts it anyway.
             loop.execute { hub.start() }
             state.hubs[key] = hub
             return hub

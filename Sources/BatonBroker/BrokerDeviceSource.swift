@@ -68,10 +68,14 @@ public final class BrokerDeviceSource: DeviceSource, @unchecked Sendable {
 
     public func start(reportingTo directory: any DeviceSourceDelegate) {
         hub.eventLoop.preconditionInEventLoop()
+        logger.debug("watching presence on the broker", metadata: ["topic": "\(hub.topics.allPresence)"])
         self.directory = directory
         hub.onConnected { [weak self] _ in self?.reconnected() }
         hub.observe(hub.topics.allPresence) { [weak self] message in self?.heard(message) }.whenComplete { [self] result in
-            if case .failure(let error) = result { self.directory?.source(self, problem: "the broker: \(error)") }
+            switch result {
+            case .failure(let error): self.directory?.source(self, problem: "the broker: \(error)")
+            case .success(let codes): self.logger.debug("presence subscribed", metadata: ["codes": "\(codes)"])
+            }
             // Retained presence comes right after the subscription; the first look is over
             // once what came has described itself (or at the latest after `enumeration`).
             hub.eventLoop.scheduleTask(in: .milliseconds(300)) { [weak self] in
@@ -116,6 +120,7 @@ public final class BrokerDeviceSource: DeviceSource, @unchecked Sendable {
 
     private func heard(_ message: MQTTMessage) {
         guard !stopped, let (device, rest) = hub.topics.device(in: message.topic), rest == "presence" else { return }
+        logger.debug("presence heard", metadata: ["device": "\(device)", "bytes": "\(message.payload.readableBytes)"])
         guard message.payload.readableBytes > 0 else { return lose(device, "its presence was cleared") }
         let record: PresenceRecord
         do {

@@ -94,6 +94,11 @@ public final class BrokerHub: MQTTClientDelegate, @unchecked Sendable {
     /// once the broker took the subscription the first time.
     @discardableResult
     public func start() -> EventLoopFuture<Void> {
+        eventLoop.preconditionInEventLoop()
+        // Once: everything that needs the connection starts it (a subscription made before the
+        // client starts would never be sent).
+        guard !started else { return subscribed.futureResult }
+        started = true
         client.start()
         client.subscribe([MQTTSubscription(filter: inbox, qos: .atLeastOnce, noLocal: true)]).whenComplete { [self] result in
             switch result {
@@ -105,8 +110,10 @@ public final class BrokerHub: MQTTClientDelegate, @unchecked Sendable {
         return subscribed.futureResult
     }
 
-    /// Completes once the inbox is subscribed.
-    var ready: EventLoopFuture<Void> { subscribed.futureResult }
+    private var started = false
+
+    /// Completes once the inbox is subscribed (starting the hub if nothing did yet).
+    var ready: EventLoopFuture<Void> { start() }
 
     /// Disconnects; links end.
     public func stop(disconnectWithWill: Bool = false) -> EventLoopFuture<Void> {
@@ -120,7 +127,7 @@ public final class BrokerHub: MQTTClientDelegate, @unchecked Sendable {
 
     /// Subscribes `filter` (QoS 1), its messages to `handler`.
     public func observe(_ filter: String, _ handler: @escaping (MQTTMessage) -> Void) -> EventLoopFuture<[UInt8]> {
-        eventLoop.preconditionInEventLoop()
+        start()
         observers.append((filter, handler))
         return client.subscribe([MQTTSubscription(filter: filter, qos: .atLeastOnce, noLocal: false)])
     }
