@@ -15,7 +15,7 @@ import Glibc
 struct DirectLinkTests {
     static func tag() -> String { String(UUID().uuidString.prefix(6)).lowercased() }
 
-    @Test func aScriptsLaterLaunchesReachADeviceFoundOnlyOnTheBrokerOverADirectLink() async throws {
+    @Test func aDeviceFoundOnlyOnTheBrokerIsReachedThereFirstThenOverADirectLink() async throws {
         try await NamespacePair.with { pair in
             let broker = try await DirectLinkBroker.start(in: pair.a, of: pair)
             let name = "Flat Speaker \(Self.tag())"
