@@ -17,7 +17,7 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
     private(set) var connection: PeerConnection?
     /// Channel id → the channel's app, service and Lua object.
     var channels: [UInt64: ServiceChannel] = [:]
-    /// The agent's logger, with the caller's trace id once its Hello gave one.
+    /// The agent's logger, with the caller's address (`peer`) and trace id once its Hello came.
     private(set) var logger: Logger
     /// How the `conn` objects of its channels reach it until it closes: a weak reference would
     /// give it a side table, and every retain of it (several per request) the slow path.
@@ -44,6 +44,8 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
 
     func connection(_ connection: PeerConnection, hello: Hello) -> DeviceInfo? {
         if let trace = TraceContext.parse(hello.traceparent) { logger[metadataKey: "trace_id"] = "\(trace.traceID)" }
+        // What is served says how the caller came: an address (TCP), or `broker:DEVICE`.
+        logger[metadataKey: "peer"] = "\(connection.remoteDescription)"
         logger.debug("client connected", metadata: [
             "peer": "\(connection.remoteDescription)", "client": "\(hello.deviceName)",
             "authorization": "\(caller(connection).rawValue)",

@@ -52,20 +52,26 @@ public final class BrokerAccess: Sendable {
     /// The client hub on `loop`, made and started on first use; nil without an account (a
     /// plaintext run).
     public func hub(on loop: any EventLoop) throws -> BrokerHub? {
-        try state.withLockedValue { state in
+        let made = try state.withLockedValue { state -> (BrokerHub, isNew: Bool)? in
             let key = ObjectIdentifier(loop)
-            if let hub = state.hubs[key] { return hub }
+            if let hub = state.hubs[key] { return (hub, false) }
             if state.endpoint == nil {
                 guard let trustStore = try trustStore() else { return nil }
                 state.endpoint = (try Self.endpoint(settings, credentials: trustStore.credentials), trustStore)
             }
             let (endpoint, trustStore) = state.endpoint!
             let hub = try BrokerHub(endpoint: endpoint, role: .client, trustStore: trustStore, eventLoop: loop, logger: logger)
-            // Connecting early saves a round trip; whatever uses the hub first starts it anyway.
-            loop.execute { hub.start() }
             state.hubs[key] = hub
-            return hub
+            return (hub, true)
         }
+        guard let (hub, isNew) = made else { return nil }
+        // Connecting early saves a round trip (whatever uses the hub first starts it anyway).
+        if isNew, loop.inEventLoop {
+            hub.start()
+        } else if isNew {
+            loop.execute { hub.start() }
+        }
+        return hub
     }
 
     /// The dialers a client on `loop` uses: TCP, then the broker.

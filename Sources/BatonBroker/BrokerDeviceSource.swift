@@ -161,7 +161,9 @@ public final class BrokerDeviceSource: DeviceSource, @unchecked Sendable {
         } else if !seen.describing {
             devices[id]?.describing = true
             let route = DeviceRoute.broker(BrokerRoute(account: hub.topics.account, deviceID: id))
-            describe(DeviceTarget(deviceID: id, routes: [route], account: .ownAccount)).hop(to: hub.eventLoop).whenComplete { [weak self] result in
+            // Its endpoints too: once it answered through the broker, a direct link is tried.
+            let target = DeviceTarget(deviceID: id, routes: [route], account: .ownAccount, directCandidates: record.endpoints)
+            describe(target).hop(to: hub.eventLoop).whenComplete { [weak self] result in
                 guard let self, !self.stopped, self.devices[id] != nil else { return }
                 self.devices[id]?.describing = false
                 defer { self.enumerateIfDone() }
@@ -213,9 +215,12 @@ public final class BrokerDeviceSource: DeviceSource, @unchecked Sendable {
     private func key(_ id: String) -> String { "broker " + id }
 
     private func device(_ record: PresenceRecord) -> RemoteDevice {
-        RemoteDevice(
+        var device = RemoteDevice(
             info: record.info, routes: [.broker(BrokerRoute(account: hub.topics.account, deviceID: record.info.id))],
             transport: .cloud, status: .available, account: hub.topics.account, protocolVersion: record.protocolVersion,
             sources: [.broker])
+        // Candidates, not routes: tried after the broker answered, never before it.
+        device.directCandidates = record.endpoints
+        return device
     }
 }

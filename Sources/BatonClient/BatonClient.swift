@@ -51,6 +51,11 @@ public final class BatonClient: @unchecked Sendable {
     let logger: Logger
     /// Connections by ``DeviceTarget/connectionKey``.
     var connections: [String: Slot] = [:]
+    /// Moves from a relay to a direct link, by ``DeviceTarget/connectionKey`` (see
+    /// `BatonClient+Direct.swift`).
+    var upgrades: [String: DirectUpgrade] = [:]
+    /// Relayed connections a direct link replaced, closed once idle.
+    var retiring: [ObjectIdentifier: PeerConnection] = [:]
 
     enum Slot {
         case connecting(EventLoopFuture<PeerConnection>)
@@ -69,14 +74,19 @@ public final class BatonClient: @unchecked Sendable {
         let key = device.connectionKey
         switch connections[key] {
         case .connecting(let future): return future // share it
-        case .connected(let connection) where connection.isOpen: return eventLoop.makeSucceededFuture(connection)
+        case .connected(let connection) where connection.isOpen:
+            relayInUse(device, connection)
+            return eventLoop.makeSucceededFuture(connection)
         default: break
         }
-        let future = connect(device, routes: device.routes[...])
+        let reached = connectRoute(device, routes: device.routes[...])
+        let future = reached.map(\.connection)
         connections[key] = .connecting(future)
-        future.whenComplete { [self] result in
-            if case .success(let connection) = result {
+        reached.whenComplete { [self] result in
+            if case .success(let (connection, route)) = result {
                 connections[key] = .connected(connection)
+                // Through a relay: its direct endpoints are tried in the background.
+                if route.endpoint == nil { relayed(device, connection) }
             } else {
                 connections[key] = nil
             }
@@ -89,6 +99,13 @@ public final class BatonClient: @unchecked Sendable {
     /// when none does. A route that answers as another device goes on to the next: a stranger
     /// may have put its address beside the device's own.
     func connect(_ device: DeviceTarget, routes: ArraySlice<DeviceRoute>) -> EventLoopFuture<PeerConnection> {
+        connectRoute(device, routes: routes).map(\.connection)
+    }
+
+    /// As ``connect(_:routes:)``, with the route that connected.
+    func connectRoute(
+        _ device: DeviceTarget, routes: ArraySlice<DeviceRoute>
+    ) -> EventLoopFuture<(connection: PeerConnection, route: DeviceRoute)> {
         var routes = routes
         var dialer: (any LinkDialer)?
         while let route = routes.first {
@@ -100,19 +117,28 @@ public final class BatonClient: @unchecked Sendable {
         guard let route = routes.first, let dialer else {
             return eventLoop.makeFailedFuture(BatonClientError.unreachable("\(device): no route to it is known"))
         }
-        let hello = Hello(deviceID: options.deviceID, deviceName: options.deviceName, traceparent: options.traceparent)
-        var timing = options.timing
-        timing.requestTimeout = options.requestTimeout
-        let settings = DialSettings(
-            security: options.security, connectTimeout: options.connectTimeout, limits: options.limits, timing: timing, logger: logger)
         let attempt = dialer.dial(
-            route, on: eventLoop, expecting: device.expectation(unlisted: options.unlistedAgents), hello: hello, settings: settings)
+            route, on: eventLoop, expecting: device.expectation(unlisted: options.unlistedAgents), hello: hello, settings: dialSettings
+        ).map { (connection: $0, route: route) }
         let rest = routes.dropFirst()
         guard rest.contains(where: { route in options.dialers.contains { $0.canDial(route) } }) else { return attempt }
         return attempt.flatMapError { [self] error in
             logger.debug("route failed, trying the next", metadata: ["route": "\(route)", "error": "\(error)"])
-            return connect(device, routes: rest).flatMapErrorThrowing { _ in throw error }
+            return connectRoute(device, routes: rest).flatMapErrorThrowing { _ in throw error }
         }
+    }
+
+    /// What this client says in Hello.
+    var hello: Hello {
+        Hello(deviceID: options.deviceID, deviceName: options.deviceName, traceparent: options.traceparent)
+    }
+
+    /// What every dial of this client is made with.
+    var dialSettings: DialSettings {
+        var timing = options.timing
+        timing.requestTimeout = options.requestTimeout
+        return DialSettings(
+            security: options.security, connectTimeout: options.connectTimeout, limits: options.limits, timing: timing, logger: logger)
     }
 
     /// The deadline of a call that waits `timeout` (nil: ``Options/requestTimeout``) from now.
@@ -246,6 +272,7 @@ public final class BatonClient: @unchecked Sendable {
                 connection.goodbye(.unknown, "the client is done")
             }
             connections = [:]
+            stopUpgrades()
         }
     }
 

@@ -102,6 +102,9 @@ public final class DeviceDirectory: @unchecked Sendable {
             guard var merged = ordered.first?.device else { return nil }
             for (_, _, device) in ordered.dropFirst() {
                 for route in device.routes where !merged.routes.contains(route) { merged.routes.append(route) }
+                for endpoint in device.directCandidates where !merged.directCandidates.contains(endpoint) {
+                    merged.directCandidates.append(endpoint)
+                }
                 merged.sources.formUnion(device.sources)
                 if device.status == .available { merged.status = .available }
                 if device.transport == .local { merged.transport = .local }

@@ -13,11 +13,17 @@ public struct DeviceTarget: Sendable, Equatable, CustomStringConvertible {
     /// The account the agent must prove; nil for the client's default
     /// (``BatonClient/Options/unlistedAgents``).
     public var account: AgentExpectation?
+    /// Endpoints to try in the background once the device answered through a relay (see
+    /// ``RemoteDevice/directCandidates``): a direct link must prove the same device and account.
+    public var directCandidates: [RemoteDevice.Endpoint]
 
-    public init(deviceID: String?, routes: [DeviceRoute], account: AgentExpectation? = nil) {
+    public init(
+        deviceID: String?, routes: [DeviceRoute], account: AgentExpectation? = nil, directCandidates: [RemoteDevice.Endpoint] = []
+    ) {
         self.deviceID = deviceID
         self.routes = routes
         self.account = account
+        self.directCandidates = directCandidates
     }
 
     /// The agent at `address`, whoever it is.
@@ -34,7 +40,7 @@ public struct DeviceTarget: Sendable, Equatable, CustomStringConvertible {
         } else {
             account = .ownAccount
         }
-        self.init(deviceID: device.info.id, routes: device.routes, account: account)
+        self.init(deviceID: device.info.id, routes: device.routes, account: account, directCandidates: device.directCandidates)
     }
 
     /// What the agent must prove, given the client's default for agents it knows nothing of.

@@ -14,6 +14,11 @@ public struct RemoteDevice: Sendable, Equatable {
     public var protocolVersion: Int
     /// Where it was found: `mdns`, `peer`.
     public var sources: Set<DiscoverySource>
+    /// TCP endpoints it says it listens on (in its broker presence) but that are not routes:
+    /// a client that reached it through a relay tries them in the background, over mutual TLS
+    /// expecting the same device, and moves to the first that answers. Not tried before the
+    /// relay, so that the address of another network costs no call a connect timeout.
+    public var directCandidates: [Endpoint] = []
 
     public init(
         info: DeviceInfo, routes: [DeviceRoute], transport: Transport = .local, status: DeviceStatus = .available,
