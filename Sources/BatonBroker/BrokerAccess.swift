@@ -52,19 +52,25 @@ public final class BrokerAccess: Sendable {
     /// The client hub on `loop`, made and started on first use; nil without an account (a
     /// plaintext run).
     public func hub(on loop: any EventLoop) throws -> BrokerHub? {
-        try state.withLockedValue { state in
+        let (hub, made) = try state.withLockedValue { state -> (BrokerHub?, Bool) in
             let key = ObjectIdentifier(loop)
-            if let hub = state.hubs[key] { return hub }
+            if let hub = state.hubs[key] { return (hub, false) }
             if state.endpoint == nil {
-                guard let trustStore = try trustStore() else { return nil }
+                guard let trustStore = try trustStore() else { return (nil, false) }
                 state.endpoint = (try Self.endpoint(settings, credentials: trustStore.credentials), trustStore)
             }
             let (endpoint, trustStore) = state.endpoint!
             let hub = try BrokerHub(endpoint: endpoint, role: .client, trustStore: trustStore, eventLoop: loop, logger: logger)
-            loop.execute { hub.start() }
             state.hubs[key] = hub
-            return hub
+            return (hub, true)
         }
+        // Started at once when on its loop: a presence source started in the same tick (a
+        // script's directory, made right after its client) subscribes to a started client, not
+        // a stopped one that refuses it.
+        if made, let hub {
+            if loop.inEventLoop { hub.start() } else { loop.execute { hub.start() } }
+        }
+        return hub
     }
 
     /// The dialers a client on `loop` uses: TCP, then the broker.

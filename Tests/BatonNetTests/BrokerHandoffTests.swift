@@ -112,12 +112,13 @@ struct BrokerHandoffTests {
 
             let script = net.directory.file("handoff-\(NamespaceSpawner.tag()).lua")
             try Data("""
+                local phone = baton.find("\(phone.id)", { required = true, timeout = 20 })
                 local tv = baton.find("\(tv.id)", { required = true, timeout = 20 })
-                local phone = baton.find("\(phone.name)", { required = true, timeout = 20 })
                 local status, report = baton.handoff(tv, phone, { timeout = 25 })
                 print("status=" .. status .. " paused=" .. tostring(report.paused))
                 """.utf8).write(to: URL(fileURLWithPath: script))
-            let run = try await net.baton(in: net.a, ["run", script] + via)
+            // Options before the script: what follows it is the script's own arguments.
+            let run = try await net.baton(in: net.c, ["run"] + via + [script])
             #expect(run.code == 0, "\(run)")
             #expect(run.stdout.contains("status=success paused=true"), "\(run)")
 

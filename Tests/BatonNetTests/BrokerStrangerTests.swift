@@ -33,7 +33,7 @@ struct BrokerStrangerTests {
             let strangerHome = try AgentHome(in: net.directory, account: nil)
             let strangerXDG = strangerHome.path + "/xdg"
             let stranger = try await net.agent(
-                in: net.c, name: "Stranger \(NamespaceSpawner.tag())", home: strangerHome, arguments: via + ["--no-mdns"])
+                in: net.c, name: "Stranger \(NamespaceSpawner.tag())", arguments: via + ["--no-mdns"], home: strangerHome)
 
             // The stranger is on the broker: its presence is there, on its own account's topic.
             let capture = try await net.subscribe(to: broker, topic: "baton/v1/+/\(stranger.id)/presence")
@@ -75,8 +75,8 @@ struct BrokerStrangerTests {
             let via = ["--broker", broker.url]
             let ours = try await net.agent(in: net.a, name: "Ours \(NamespaceSpawner.tag())", arguments: via + ["--no-mdns"])
             let stranger = try await net.agent(
-                in: net.c, name: "Stranger \(NamespaceSpawner.tag())", home: try AgentHome(in: net.directory, account: nil),
-                arguments: via + ["--no-mdns"])
+                in: net.c, name: "Stranger \(NamespaceSpawner.tag())", arguments: via + ["--no-mdns"],
+                home: try AgentHome(in: net.directory, account: nil))
             let watcher = try net.watcher(in: net.b, via)
             try await watcher.waitFor("our agent") { $0.event == "added" && $0.id == ours.id }
 
