@@ -87,7 +87,7 @@ struct BrokerHandoffTests {
         }
     }
 
-    @Test("a baton run script calling baton.handoff over the broker hands back: the phone's mpv plays again, the TV's is paused")
+    @Test("a baton run script finds both devices through the broker (by id, by name) and its baton.handoff moves the TV's paused sweep to the phone: the phone's mpv holds it paused at 20 s, the TV's stays paused")
     func scriptHandoffAcrossTheBroker() async throws {
         try await BrokerNetwork.with(devices: 3) { net in
             let media = try await Media.make()
@@ -112,8 +112,8 @@ struct BrokerHandoffTests {
 
             let script = net.directory.file("handoff-\(NamespaceSpawner.tag()).lua")
             try Data("""
-                local phone = baton.find("\(phone.id)", { required = true, timeout = 20 })
                 local tv = baton.find("\(tv.id)", { required = true, timeout = 20 })
+                local phone = baton.find("\(phone.name)", { required = true, timeout = 20 })
                 local status, report = baton.handoff(tv, phone, { timeout = 25 })
                 print("status=" .. status .. " paused=" .. tostring(report.paused))
                 """.utf8).write(to: URL(fileURLWithPath: script))
