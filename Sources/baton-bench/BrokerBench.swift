@@ -383,8 +383,9 @@ func fleetBench(
         agents.append((DeviceInfo(id: credentials.deviceID, name: "Sim \(i)", kind: .tv), credentials,
                        try TrustStore(folder: folder, credentials: credentials)))
     }
+    // Not shut down: each ServingPolicy's revocation check comes back to its loop from the
+    // thread pool, and ServingPolicy's drain is the agent server's; the process ends soon after.
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 4)
-    defer { try? group.syncShutdownGracefully() }
     let endpoint = BrokerHub.Endpoint(host: "127.0.0.1", port: port, tls: nil)
     let started = baton_monotonic_ns()
     var hubs: [BrokerHub] = [], ready: [EventLoopFuture<Void>] = []
