@@ -160,6 +160,8 @@ let package = Package(
             name: "baton-bench",
             dependencies: [
                 "BatonLua", "BatonCore", "CLuaShim", "BatonClient", "BatonNet", "BatonSecurity", "BatonWire",
+                // The broker figures: a fleet of simulated agents in one process.
+                "BatonBroker", "BatonMQTT",
                 // The handoff figures watch the players over their own sockets.
                 "BatonAgent",
                 .product(name: "NIOCore", package: "swift-nio"),

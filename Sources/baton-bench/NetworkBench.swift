@@ -16,9 +16,13 @@ final class AgentProcess {
     let process = Process()
     let address: DeviceAddress
     let folder: URL
+    /// Whether the folder is this process's to delete when it stops (not a `home` given).
+    private let ownsFolder: Bool
 
-    init(baton: String, insecure: Bool, arguments: [String] = [], config text: String? = nil) throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("baton-bench-\(UUID().uuidString)")
+    /// `home`: the XDG_CONFIG_HOME to run in (kept when it stops), a fresh one by default.
+    init(baton: String, insecure: Bool, arguments: [String] = [], config text: String? = nil, home: URL? = nil) throws {
+        folder = home ?? FileManager.default.temporaryDirectory.appendingPathComponent("baton-bench-\(UUID().uuidString)")
+        ownsFolder = home == nil
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let config = folder.appendingPathComponent("agent.lua")
         try (text ?? """
@@ -77,7 +81,7 @@ final class AgentProcess {
             usleep(10_000)
             waited += 1
         }
-        try? FileManager.default.removeItem(at: folder)
+        if ownsFolder { try? FileManager.default.removeItem(at: folder) }
     }
 }
 

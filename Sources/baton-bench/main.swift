@@ -134,8 +134,9 @@ let emptyScript = args.count > 2 ? args[2] : "/dev/null"
 // alone (no in-process figures, no launch or memory rows); =tls, those and TLS's; =pipelined,
 // only pipelined requests, for long enough to profile; =handoff, the handoff figures; =batch,
 // the batch figures (BATON_BENCH_BATCH_ITEMS sets their item count, 1000 by default);
-// =exhaustion, the agent's memory under connection churn and a caller that never reads. The
-// default runs everything.
+// =exhaustion, the agent's memory under connection churn and a caller that never reads;
+// =broker, the broker figures (BATON_BENCH_FLEET sets the simulated agents, 1000 by default).
+// The default runs everything.
 switch ProcessInfo.processInfo.environment["BATON_BENCH_ONLY"] {
 case "requests"?:
     do { try networkBench(baton: batonPath, requestsOnly: true) } catch { print("network benchmark failed: \(error)") }
@@ -151,6 +152,9 @@ case "batch"?:
     exit(0)
 case "exhaustion"?:
     do { try exhaustionBench(baton: batonPath) } catch { print("exhaustion benchmark failed: \(error)") }
+    exit(0)
+case "broker"?:
+    do { try brokerBench(baton: batonPath) } catch { print("broker benchmark failed: \(error)") }
     exit(0)
 case "tls"?:
     do { try networkBench(baton: batonPath, requestsOnly: true, tls: true) } catch { print("network benchmark failed: \(error)") }
@@ -199,4 +203,9 @@ do {
     try exhaustionBench(baton: batonPath)
 } catch {
     print("exhaustion benchmark failed: \(error)")
+}
+do {
+    try brokerBench(baton: batonPath)
+} catch {
+    print("broker benchmark failed: \(error)")
 }
