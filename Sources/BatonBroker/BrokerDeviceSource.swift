@@ -40,7 +40,7 @@ public final class BrokerDeviceSource: DeviceSource, @unchecked Sendable {
     /// When the broker let this watcher in last.
     private var connectedSince: NIODeadline?
     /// How long a connection must have lasted before a will on it is believed.
-    let steady: TimeAmount = .seconds(10)
+    let steady: TimeAmount = .seconds(20)
 
     private let describe: (DeviceTarget) -> EventLoopFuture<DeviceInfo>
 

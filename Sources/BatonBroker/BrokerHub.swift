@@ -115,13 +115,22 @@ public final class BrokerHub: MQTTClientDelegate, @unchecked Sendable {
     /// Completes once the inbox is subscribed (starting the hub if nothing did yet).
     var ready: EventLoopFuture<Void> { start() }
 
-    /// Disconnects; links end.
+    /// Leaves the inbox (a session the broker keeps for a while must not keep it: a request to
+    /// this process then hears "no matching subscribers" at once), waiting a second at most,
+    /// then disconnects; links end.
     public func stop(disconnectWithWill: Bool = false) -> EventLoopFuture<Void> {
         eventLoop.flatSubmit { [self] in
             for link in links.values { link.hubStopped() }
             links = [:]
             subscribed.fail(BrokerLinkError.closed("the broker connection was stopped"))
-            return client.stop(disconnectWithWill: disconnectWithWill)
+            guard connected else { return client.stop(disconnectWithWill: disconnectWithWill) }
+            let left = eventLoop.makePromise(of: Void.self)
+            let timer = eventLoop.scheduleTask(in: .seconds(1)) { left.succeed(()) }
+            client.unsubscribe([inbox]).whenComplete { _ in
+                timer.cancel()
+                left.succeed(())
+            }
+            return left.futureResult.flatMap { [self] in client.stop(disconnectWithWill: disconnectWithWill) }
         }
     }
 

@@ -146,11 +146,7 @@ extension MQTTClient {
         let written = eventLoop.makePromise(of: Void.self)
         if wasConnected {
             let code = disconnectWithWill ? MQTTReasonCode.disconnectWithWill : 0
-            // A stop is for good: the session the broker would keep for a reconnect ends now, so
-            // its subscriptions go (a publish to them hears "no matching subscribers" at once).
-            var properties = MQTTProperties()
-            if configuration.sessionExpiryInterval > 0 { properties.append(MQTTProperties.sessionExpiryInterval, .fourByte(0)) }
-            send(.disconnect(MQTTPacket.Disconnect(reasonCode: code, properties: properties)), promise: written)
+            send(.disconnect(MQTTPacket.Disconnect(reasonCode: code)), promise: written)
         } else {
             written.succeed()
         }

@@ -101,8 +101,7 @@ public final class MQTTClient: @unchecked Sendable {
         onLoopFuture { self.unsubscribeOnLoop(filters) }
     }
 
-    /// Sends DISCONNECT (0x00, or 0x04 so the broker still publishes the will; ending a kept
-    /// session at once: a stop is for good), closes, and
+    /// Sends DISCONNECT (0x00, or 0x04 so the broker still publishes the will), closes, and
     /// fails whatever still waits with `MQTTError.Kind.stopped`. No reconnect after it.
     public func stop(disconnectWithWill: Bool = false) -> EventLoopFuture<Void> {
         onLoopFuture { self.stopOnLoop(disconnectWithWill: disconnectWithWill) }

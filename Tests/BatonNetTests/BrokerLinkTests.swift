@@ -99,8 +99,8 @@ struct BrokerLinkTests {
                 return after?.code == 0
             }
             #expect(after?.code == 0, "no launch through the restarted broker: \(after.map { "\($0)" } ?? "")")
-            // Longer than a will takes to be believed (2 s on a connection that lasted 10 s).
-            try await Task.sleep(for: .seconds(14))
+            // Longer than a will takes to be believed (2 s on a connection that lasted 20 s).
+            try await Task.sleep(for: .seconds(24))
             let removals = watcher.events().filter { $0.event == "removed" && $0.id == agent.id }
             #expect(removals.isEmpty, "the restart removed the device: \(watcher.transcript)")
 
