@@ -48,7 +48,7 @@ extension BatonClient {
                 movedDirect(device, number, connection, endpoint)
             case .failure(let error):
                 guard let delay = upgrades[key]?.failed(number, now: .now()) else { return }
-                logger.info("direct link failed, staying on the broker", metadata: [
+                logger.debug("direct link failed, staying on the broker", metadata: [
                     "device": "\(device.deviceID ?? "")", "error": "\((error as? BatonClientError)?.detail ?? "\(error)")",
                     "retry_in": "\(delay.words)",
                 ])
@@ -106,11 +106,11 @@ extension BatonClient {
             connections[key] = .connected(connection)
         }
         upgrades[key]?.relay = nil
-        logger.info("moved to a direct link", metadata: ["device": "\(device.deviceID ?? "")", "at": "\(endpoint)"])
+        logger.debug("moved to a direct link", metadata: ["device": "\(device.deviceID ?? "")", "at": "\(endpoint)"])
         connection.closeFuture.whenComplete { [self] _ in
             if case .connected(let current)? = connections[key], current === connection { connections[key] = nil }
             guard let delay = upgrades[key]?.lost(number, now: .now()) else { return }
-            logger.info("the direct link closed, back to the broker", metadata: [
+            logger.debug("the direct link closed, back to the broker", metadata: [
                 "device": "\(device.deviceID ?? "")", "at": "\(endpoint)", "retry_in": "\(delay.words)",
             ])
         }
