@@ -33,10 +33,7 @@ public final class BrokerAccess: Sendable {
     /// the broker's CA (the account's unless the settings name another), its name checked.
     public static func endpoint(_ settings: BrokerSettings, credentials: DeviceCredentials) throws -> BrokerHub.Endpoint {
         guard settings.scheme == .mqtts else { return BrokerHub.Endpoint(host: settings.host, port: settings.port, tls: nil) }
-        let chain = try [credentials.certificate, credentials.accountCertificate].map {
-            try NIOSSLCertificate(bytes: Array(try $0.serializeAsPEM().pemString.utf8), format: .pem)
-        }
-        let key = try NIOSSLPrivateKey(bytes: Array(try credentials.key.serializeAsPEM().pemString.utf8), format: .pem)
+        let (chain, key) = try TLSIdentity.presented(by: credentials)
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.certificateChain = chain.map { .certificate($0) }
         tls.privateKey = .privateKey(key)

@@ -1,3 +1,4 @@
+import BatonSecurity
 import NIOCore
 
 /// One MQTT message of Baton's broker link, as its payload carries it:
@@ -34,7 +35,7 @@ struct BrokerEnvelope: Sendable, Equatable {
     var body: ByteBuffer
 
     /// The session id in hex, for keys and logs.
-    var sessionKey: String { sessionID.map { String($0, radix: 16).leftPadded(to: 2) }.joined() }
+    var sessionKey: String { sessionID.hexDigits }
 
     /// The payload bytes.
     func encoded(allocator: ByteBufferAllocator = ByteBufferAllocator()) -> ByteBuffer {
@@ -68,11 +69,5 @@ struct BrokerEnvelope: Sendable, Equatable {
         self.sessionID = sessionID
         self.sender = sender.lowercased()
         self.body = body
-    }
-}
-
-extension String {
-    func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -73,7 +73,7 @@ public final class BrokerHub: MQTTClientDelegate, @unchecked Sendable {
             inbox = topics.agentInbox(deviceID)
             clientID = BrokerTopics.agentClientID(deviceID)
         case .client:
-            let token = (0..<8).map { _ in String(UInt8.random(in: 0...255), radix: 16).leftPadded(to: 2) }.joined()
+            let token = (0..<8).map { _ in UInt8.random(in: 0...255) }.hexDigits
             inbox = topics.clientInbox(deviceID, token: token)
             clientID = BrokerTopics.clientID(deviceID, token: token)
         }

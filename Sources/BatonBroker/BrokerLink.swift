@@ -63,7 +63,8 @@ final class BrokerLink: Link, @unchecked Sendable {
         case close = 2
     }
 
-    var key: String { peerID + "/" + BrokerEnvelope(kind: .sealed, sessionID: sessionID, sender: peerID, body: ByteBuffer()).sessionKey }
+    /// What the hub keeps it under: the peer and the session, as a message names them.
+    let key: String
 
     private init(
         hub: BrokerHub, peerID: String, sessionID: [UInt8], destination: String, expectation: AgentExpectation,
@@ -74,6 +75,7 @@ final class BrokerLink: Link, @unchecked Sendable {
         self.eventLoop = hub.eventLoop
         self.peerID = peerID.lowercased()
         self.sessionID = sessionID
+        key = peerID.lowercased() + "/" + sessionID.hexDigits
         self.destination = destination
         self.expectation = expectation
         self.peerDescription = "broker:" + peerID.lowercased()

@@ -50,11 +50,7 @@ public final class TLSIdentity: Sendable {
     /// and a certificate required of the peer. Peers are judged by ``TrustStore/trust``, not by
     /// BoringSSL's chain building (a caller of another account is served, as `anonymous`).
     public init(trustStore: TrustStore) throws {
-        let credentials = trustStore.credentials
-        let chain = try [credentials.certificate, credentials.accountCertificate].map {
-            try NIOSSLCertificate(bytes: Array(try $0.serializeAsPEM().pemString.utf8), format: .pem)
-        }
-        let key = try NIOSSLPrivateKey(bytes: Array(try credentials.key.serializeAsPEM().pemString.utf8), format: .pem)
+        let (chain, key) = try Self.presented(by: trustStore.credentials)
         func restrict(_ configuration: inout TLSConfiguration) {
             configuration.minimumTLSVersion = .tlsv13
             configuration.certificateVerification = .noHostnameVerification
@@ -71,6 +67,15 @@ public final class TLSIdentity: Sendable {
         self.trustStore = trustStore
         self.serverContext = try NIOSSLContext(configuration: server)
         self.clientContext = try NIOSSLContext(configuration: client)
+    }
+
+    /// What `credentials`' device presents in a TLS handshake: its certificate and the
+    /// account's CA (leaf first), and its key. Also for TLS to a broker.
+    public static func presented(by credentials: DeviceCredentials) throws -> (chain: [NIOSSLCertificate], key: NIOSSLPrivateKey) {
+        let chain = try [credentials.certificate, credentials.accountCertificate].map {
+            try NIOSSLCertificate(bytes: Array(try $0.serializeAsPEM().pemString.utf8), format: .pem)
+        }
+        return (chain, try NIOSSLPrivateKey(bytes: Array(try credentials.key.serializeAsPEM().pemString.utf8), format: .pem))
     }
 }
 
