@@ -37,9 +37,11 @@ extension Agent {
     /// redeems the code once (not when the device would be refused anyway), and issues a
     /// certificate of this account for the id and key the caller proved in the TLS handshake
     /// (the request must name the same; its key as DER SubjectPublicKeyInfo, or the bare point
-    /// older Baton clients send). Refusals are not logged here (the caller counts them in the
-    /// refusal log); their details never hold the code. Blocks on the account's folder: call it
-    /// off the event loop.
+    /// older Baton clients send). The answer carries the account's broker as stored in the
+    /// folder (`baton account broker`), not this run's `--broker`; a stored broker that cannot
+    /// be read refuses the join before the code is spent, as export-device fails on it.
+    /// Refusals are not logged here (the caller counts them in the refusal log); their details
+    /// never hold the code. Blocks on the account's folder: call it off the event loop.
     func enrol(_ request: JoinRequest, store: TrustStore?, caller: PeerIdentity?, from peer: String) -> JoinAnswer {
         func refuse(_ status: JoinStatus, _ why: String) -> JoinAnswer {
             JoinAnswer(status: status, detail: why)
@@ -67,12 +69,14 @@ extension Agent {
         do {
             // What would refuse the device comes first: a refused device does not spend the code.
             try credentials.checkEnrolment(deviceID: id, name: name, in: store.folder)
+            let broker = try store.folder.broker()
             try credentials.redeemInvite(secret: request.inviteSecret, in: store.folder)
             let certificate = try credentials.enrol(deviceID: id, name: name, publicKey: publicKey, in: store.folder)
             logger.notice("enrolled a device", metadata: ["id": "\(id)", "name": "\(name)", "peer": "\(peer)"])
             return JoinAnswer(
                 status: .success, accountCertificate: try credentials.accountCertificate.serializeAsPEM().derBytes,
-                deviceCertificate: try certificate.serializeAsPEM().derBytes, revocationList: store.revocationListText ?? "")
+                deviceCertificate: try certificate.serializeAsPEM().derBytes, revocationList: store.revocationListText ?? "",
+                brokerURL: broker?.url ?? "", brokerCA: broker?.caPEM ?? "")
         } catch {
             return refuse(.refused, "\(error)")
         }

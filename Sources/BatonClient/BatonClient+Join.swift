@@ -34,12 +34,20 @@ public enum JoinError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// What an agent answers a join: the account's certificate, the new device certificate and
-/// the account's revocation list, to install with ``DeviceCredentials/join(accountCertificate:deviceCertificate:revocationList:in:)``.
+/// What an agent answers a join: the account's certificate, the new device certificate, the
+/// account's revocation list and its broker, to install with
+/// ``DeviceCredentials/join(accountCertificate:deviceCertificate:revocationList:broker:in:now:)``.
 public struct JoinGrant: Sendable {
     public let accountCertificate: Certificate
     public let deviceCertificate: Certificate
     public let revocationList: String?
+    /// The account's broker; nil when the account has none, or when this Baton cannot use
+    /// the one the agent sent (then ``brokerProblem`` says why).
+    public let broker: BrokerSettings?
+    /// Why the broker the agent sent cannot be used (a scheme this Baton does not know, a CA
+    /// that is not PEM); nil when there was none or it can be. It does not spoil the join: the
+    /// certificate is good, and the code is spent.
+    public let brokerProblem: String?
 }
 
 extension BatonClient {
@@ -92,14 +100,28 @@ extension BatonClient {
             guard try AccountFingerprint(of: accountCertificate) == account else {
                 throw JoinError.badAnswer("the account certificate is not the one the agent presented")
             }
+            let (broker, brokerProblem) = Self.broker(in: response)
             return JoinGrant(
                 accountCertificate: accountCertificate,
                 deviceCertificate: try Certificate(derEncoded: response.deviceCertificate),
-                revocationList: response.revocationList.isEmpty ? nil : response.revocationList)
+                revocationList: response.revocationList.isEmpty ? nil : response.revocationList,
+                broker: broker, brokerProblem: brokerProblem)
         } catch let error as JoinError {
             throw error
         } catch {
             throw JoinError.badAnswer("\(error)")
+        }
+    }
+
+    /// The broker `response` carries, or why it cannot be used (neither when it carries none).
+    private static func broker(in response: JoinAnswer) -> (BrokerSettings?, problem: String?) {
+        guard !response.brokerURL.isEmpty else {
+            return (nil, response.brokerCA.isEmpty ? nil : "the agent sent a broker CA without a broker URL")
+        }
+        do {
+            return (try BrokerSettings(url: response.brokerURL, caPEM: response.brokerCA.isEmpty ? nil : response.brokerCA), nil)
+        } catch {
+            return (nil, error.description)
         }
     }
 }

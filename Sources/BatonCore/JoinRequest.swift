@@ -36,15 +36,22 @@ public struct JoinAnswer: Sendable, Equatable {
     public var deviceCertificate: [UInt8]
     /// The account's signed revocation list; empty when it has none.
     public var revocationList: String
+    /// The account's broker as the wire carries it: its URL, empty when the account has none,
+    /// and the PEM of its own CA, empty for the account's CA. Unchecked: the joining side
+    /// decides whether it can use them.
+    public var brokerURL: String
+    public var brokerCA: String
 
     public init(
         status: JoinStatus, detail: String = "", accountCertificate: [UInt8] = [], deviceCertificate: [UInt8] = [],
-        revocationList: String = ""
+        revocationList: String = "", brokerURL: String = "", brokerCA: String = ""
     ) {
         self.status = status
         self.detail = detail
         self.accountCertificate = accountCertificate
         self.deviceCertificate = deviceCertificate
         self.revocationList = revocationList
+        self.brokerURL = brokerURL
+        self.brokerCA = brokerCA
     }
 }

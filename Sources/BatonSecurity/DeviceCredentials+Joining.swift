@@ -59,9 +59,12 @@ extension DeviceCredentials {
     /// device's id and be for this device's key; `revocationList`, if given, must be the
     /// account's signed list, and must not revoke this device. Checks come before any change.
     /// The account files replaced are moved to `replaced-<time>/`, as ``install(_:in:now:)``
-    /// does; no account key is written, as this device does not hold it.
+    /// does; no account key is written, as this device does not hold it. `broker`, the
+    /// account's broker the enrolling agent sent, becomes this device's account broker, as a
+    /// device file's does on import; with none, the device has none (its previous account's
+    /// moved aside with the rest).
     public static func join(accountCertificate: Certificate, deviceCertificate: Certificate, revocationList: String?,
-                            in folder: ConfigurationFolder, now: Date = Date()) throws -> DeviceCredentials {
+                            broker: BrokerSettings? = nil, in folder: ConfigurationFolder, now: Date = Date()) throws -> DeviceCredentials {
         guard case .isCertificateAuthority = try? accountCertificate.extensions.basicConstraints else {
             throw SecurityError.refused("the account certificate received is not a certificate authority")
         }
@@ -97,6 +100,7 @@ extension DeviceCredentials {
             // Written here rather than through `RevocationList.adopt`, which takes the lock we hold.
             if let revocationList { try folder.write(revocationList, to: RevocationList.file, mode: 0o644) }
             try credentials.save(to: folder)
+            if let broker { try folder.setBroker(broker) }
             return credentials
         }
     }

@@ -225,6 +225,8 @@ extension Baton_V1_JoinResponse: WireMessage {
         w.bytes(4, accountCertificate)
         w.bytes(5, deviceCertificate)
         w.string(6, revocationList)
+        w.string(7, brokerURL)
+        w.string(8, brokerCa)
     }
 
     mutating func merge(from r: inout ProtoReader) throws(ProtoReader.Malformed) {
@@ -236,6 +238,8 @@ extension Baton_V1_JoinResponse: WireMessage {
             case (4, delimited): accountCertificate = try r.bytes(f)
             case (5, delimited): deviceCertificate = try r.bytes(f)
             case (6, delimited): revocationList = try r.string(f)
+            case (7, delimited): brokerURL = try r.string(f)
+            case (8, delimited): brokerCa = try r.string(f)
             default: try r.skip(f.wireType)
             }
         }

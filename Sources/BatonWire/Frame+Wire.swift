@@ -67,7 +67,8 @@ extension Frame {
         case .joinResponse(let m):
             self = .joinResponse(requestID: m.requestID, JoinAnswer(
                 status: JoinStatus(wire: m.status), detail: m.detail, accountCertificate: Array(m.accountCertificate),
-                deviceCertificate: Array(m.deviceCertificate), revocationList: m.revocationList))
+                deviceCertificate: Array(m.deviceCertificate), revocationList: m.revocationList, brokerURL: m.brokerURL,
+                brokerCA: m.brokerCa))
         }
     }
 
@@ -183,6 +184,8 @@ extension Frame {
                 $0.accountCertificate = Data(answer.accountCertificate)
                 $0.deviceCertificate = Data(answer.deviceCertificate)
                 $0.revocationList = answer.revocationList
+                $0.brokerURL = answer.brokerURL
+                $0.brokerCa = answer.brokerCA
             }
         }
         return frame

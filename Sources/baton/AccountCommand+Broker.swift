@@ -19,9 +19,9 @@ extension AccountCommand {
                 mqtt://HOST[:PORT] (plaintext, 1883 by default: for a broker on a trusted host \
                 only). The broker's server certificate is checked against the account's CA (what \
                 baton broker config makes), or against --ca FILE (PEM) for a broker with a \
-                certificate of its own. Device files made by export-device afterwards carry it, \
-                and import stores it. Devices enrolled before do not learn it: run this command \
-                on each.
+                certificate of its own. Devices that join afterwards get it: baton account join \
+                stores it, and so does import of a device file from export-device. Devices \
+                enrolled before do not learn it: run this command on each.
 
                 With no URL, prints the broker commands use and what chose it: --no-broker, \
                 --broker URL, the environment's BATON_BROKER (a URL, or off), then the account's. \
@@ -93,7 +93,7 @@ extension AccountCommand {
                 }
                 if !json {
                     print("the account's broker: \(settings.url)\(settings.caPEM == nil ? "" : " (with its own CA)")")
-                    print("device files from baton account export-device carry it; devices enrolled before need: baton account broker \(settings.url)")
+                    print("devices that join from now on (account join, or import of a device file) get it; devices enrolled before need: baton account broker \(settings.url)")
                 }
             }
             show(folder, printText: !json && url == nil && !clear)

@@ -17,10 +17,12 @@ extension AccountCommand {
                 HOST:PORT), checks in the TLS handshake that it belongs to that account, and \
                 asks it for this device's certificate. The code works once. This device keeps \
                 its id and key; its previous account's files move to replaced-TIME/ in the \
-                configuration folder. Restart this device's agent afterwards.
+                configuration folder. The account's broker (baton account broker), if it has \
+                one, becomes this device's too; one this Baton cannot use is left out, saying \
+                why on stderr, and the join stands. Restart this device's agent afterwards.
 
                 With --json, one object: {"account": HEX, "device": {"id", "name"}, \
-                "agent": "HOST:PORT"}.
+                "agent": "HOST:PORT", "broker": URL or null}.
                 """
         )
 
@@ -86,9 +88,14 @@ extension AccountCommand {
                     let joined = AccountCommand.attempt(logging) {
                         try DeviceCredentials.join(
                             accountCertificate: grant.accountCertificate, deviceCertificate: grant.deviceCertificate,
-                            revocationList: grant.revocationList, in: folder)
+                            revocationList: grant.revocationList, broker: grant.broker, in: folder)
                     }
-                    report(joined, name: deviceName, agent: address)
+                    if let problem = grant.brokerProblem {
+                        // One line, whatever the agent sent.
+                        let line = String(problem.unicodeScalars.map { $0.properties.generalCategory == .control ? "?" : Character($0) })
+                        StandardError.write("baton: the account's broker the agent sent cannot be used, so none is stored: \(line); set one with baton account broker URL\n")
+                    }
+                    report(joined, name: deviceName, broker: grant.broker, agent: address)
                     return
                 } catch let error as JoinError {
                     // Another agent of the account may hold its key; anything else is final.
@@ -133,18 +140,18 @@ extension AccountCommand {
             return (found ?? []).flatMap(\.endpoints)
         }
 
-        private func report(_ joined: DeviceCredentials, name: String, agent: DeviceAddress) {
+        private func report(_ joined: DeviceCredentials, name: String, broker: BrokerSettings?, agent: DeviceAddress) {
             if json {
                 print(JSON.object([
                     .init("account", .string(joined.fingerprint.hex)),
                     .init("device", .object([.init("id", .string(joined.deviceID)), .init("name", .string(name))])),
                     .init("agent", .string(agent.description)),
+                    .init("broker", broker.map { .string($0.url) } ?? .null),
                 ]).serialized())
             } else {
-                print("""
-                    Joined account \(joined.fingerprint.short) as \(name) (\(joined.deviceID)), through the agent at \(agent).
-                    Restart this device's agent (baton agent) so that it serves with the new certificate.
-                    """)
+                print("Joined account \(joined.fingerprint.short) as \(name) (\(joined.deviceID)), through the agent at \(agent).")
+                if let broker { print("The account's broker: \(broker.url)") }
+                print("Restart this device's agent (baton agent) so that it serves with the new certificate.")
             }
         }
     }

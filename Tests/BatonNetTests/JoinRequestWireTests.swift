@@ -117,4 +117,33 @@ struct JoinRequestWireTests {
             stranger, in: holder)
         #expect(await agent.stop() == 0, "\(agent.log)")
     }
+
+    @Test("JoinResponse carries the account's broker as stored when the device is enrolled (broker_url, broker_ca), not the agent's --broker; empty without one, and to a refused caller")
+    func brokerFields() async throws {
+        let holder = try TestAccount()
+        let agent = try await AgentProcess.start(config: Fixtures.config, arguments: ["--broker", "mqtt://127.0.0.1:1"], home: holder.home.path)
+        let before = Stranger()
+        let first = try holder.credentials.invite(in: holder.folder, expiresIn: 600).code
+        let none = try await Self.join(agent, as: before, secret: first.secret, publicKey: try JoinKey.encode(before.key.publicKey))
+        try Self.expectEnrolled(none, before, in: holder)
+        #expect(none?.brokerURL == "" && none?.brokerCa == "")
+
+        // Stored while the agent runs: the next enrolment carries it.
+        let work = try TemporaryDirectory("baton-join-wire")
+        let ca = try JoinBrokerTests.ownCA()
+        try work.write("ca.pem", ca)
+        try await JoinBrokerTests.setBroker("mqtts://Hub.Home", ca: work.file("ca.pem"), for: holder.home.path)
+        let after = Stranger()
+        let second = try holder.credentials.invite(in: holder.folder, expiresIn: 600).code
+        let carried = try await Self.join(agent, as: after, secret: second.secret, publicKey: try JoinKey.encode(after.key.publicKey))
+        try Self.expectEnrolled(carried, after, in: holder)
+        #expect(carried?.brokerURL == "mqtts://hub.home:8883")
+        #expect(carried?.brokerCa == ca)
+
+        let late = Stranger()
+        let refused = try await Self.join(agent, as: late, secret: second.secret, publicKey: try JoinKey.encode(late.key.publicKey))
+        #expect(refused?.status == .refused && refused?.detail.contains("already been used") == true, "\(refused?.detail ?? "")")
+        #expect(refused?.brokerURL == "" && refused?.brokerCa == "")
+        #expect(await agent.stop() == 0, "\(agent.log)")
+    }
 }

@@ -15,6 +15,8 @@ import Glibc
 struct ProtocolInteropTests {
     static let interopApp = "org.test.interop"
     static let privateApp = "org.test.private"
+    /// The account's broker, as `baton account broker` writes it.
+    static let brokerURL = "mqtts://hub.home:8883"
 
     /// One app anonymous callers may reach (with an echo service), one they may not. Launches
     /// are written to files in the agent's directory, for the test to read what arrived.
@@ -80,6 +82,7 @@ struct ProtocolInteropTests {
         "JoinResponse is SUCCESS",
         "the device certificate is for this client's key",
         "the device certificate names this client's id",
+        "JoinResponse carries the account's broker (broker_url; broker_ca empty: the account's CA)",
         "the code works once",
         "after joining, an app not marked anonymous launches",
         "a length prefix of 11 bytes: Goodbye REASON_PROTOCOL_ERROR with a detail, then the agent closes",
@@ -102,7 +105,10 @@ struct ProtocolInteropTests {
         try #require(modules.code == 0, "python3 lacks protobuf or cryptography: scripts/test installs them (pip)\n\(modules)")
 
         let holder = try TestAccount()
-        let agent = try await AgentProcess.start(config: Self.config, home: holder.home.path)
+        // An account with a broker, which the agent itself does not use: its JoinResponse carries it.
+        let broker = try await runBaton(["account", "broker", Self.brokerURL], xdg: holder.home.path)
+        try #require(broker.code == 0, "\(broker)")
+        let agent = try await AgentProcess.start(config: Self.config, arguments: ["--no-broker"], home: holder.home.path)
         do {
             try await Self.drive(agent, of: holder, python: python, generated: generated, in: work)
         } catch {
@@ -125,7 +131,7 @@ struct ProtocolInteropTests {
         let client = try await Self.run(python, [
             script, "--generated", generated, "--host", agent.address.host, "--port", String(agent.address.port),
             "--invite", code, "--invite-typed", typed, "--launch-app", Self.interopApp, "--private-app", Self.privateApp,
-            "--service", "echo",
+            "--service", "echo", "--broker-url", Self.brokerURL,
         ], in: work, within: 90)
 
         let lines = client.stdout.split(separator: "\n").compactMap { try? JSON.parse(String($0)) }

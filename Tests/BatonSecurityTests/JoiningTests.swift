@@ -79,6 +79,35 @@ struct JoiningTests {
         }
     }
 
+    @Test func aJoinStoresTheAccountsBrokerOnlyOnceEveryCheckPassed() throws {
+        try withFolder { home in
+            try withFolder { other in
+                let owner = try DeviceCredentials.loadOrCreate(in: home, deviceName: "Laptop")
+                let tv = try DeviceCredentials.loadOrCreate(in: other, deviceName: "TV")
+                try other.setBroker(try BrokerSettings(url: "mqtt://old.home"))
+                let broker = try BrokerSettings(url: "mqtts://hub.home:8884")
+                // Refused: the TV's own broker stays, and nothing is moved aside.
+                let stranger = Certificate.PrivateKey(P256.Signing.PrivateKey())
+                let otherKey = try owner.enrol(deviceID: tv.deviceID, name: "TV", publicKey: stranger.publicKey, in: home)
+                #expect(throws: SecurityError.self) {
+                    try DeviceCredentials.join(
+                        accountCertificate: owner.accountCertificate, deviceCertificate: otherKey, revocationList: nil, broker: broker, in: other)
+                }
+                #expect(try other.broker()?.url == "mqtt://old.home:1883")
+                #expect(try FileManager.default.contentsOfDirectory(atPath: other.path).filter { $0.hasPrefix("replaced-") }.isEmpty)
+
+                let good = try owner.enrol(deviceID: tv.deviceID, name: "TV", publicKey: tv.certificate.publicKey, in: home)
+                _ = try DeviceCredentials.join(
+                    accountCertificate: owner.accountCertificate, deviceCertificate: good, revocationList: nil, broker: broker, in: other)
+                #expect(try other.broker() == broker)
+                #expect(try mode(other.file(ConfigurationFolder.brokerFile)) == 0o600)
+                // The old account's broker went aside with the rest of it.
+                let aside = try FileManager.default.contentsOfDirectory(atPath: other.path).filter { $0.hasPrefix("replaced-") }
+                #expect(try ConfigurationFolder(path: other.file(try #require(aside.first))).broker()?.url == "mqtt://old.home:1883")
+            }
+        }
+    }
+
     @Test func aRevokedDeviceCannotComeBack() throws {
         try withFolder { home in
             try withFolder { other in

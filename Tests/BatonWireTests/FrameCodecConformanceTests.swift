@@ -75,6 +75,14 @@ struct FrameCodecConformanceTests {
                 $0.revocationList = "{}"
             }
         })
+        frames.append(.with {
+            $0.joinResponse = .with {
+                $0.requestID = 4; $0.status = .success; $0.accountCertificate = Data([1]); $0.deviceCertificate = Data([2])
+                $0.brokerURL = "mqtts://[fd00::1]:8883"
+                $0.brokerCa = "-----BEGIN CERTIFICATE-----\n" + String(repeating: "QUJD", count: 300) + "\n-----END CERTIFICATE-----\n"
+            }
+        })
+        frames.append(.with { $0.joinResponse = .with { $0.status = .success; $0.brokerURL = "mqtt://hub.home:1883" } })
         frames.append(.with { $0.joinResponse = .with { $0.status = .refused; $0.detail = "the invite code has already been used" } })
         var empty = Baton_V1_Value()
         empty.kind = nil

@@ -135,7 +135,9 @@
 //                      muted: play it muted (a handoff unmutes it at the switch).
 //     command "pause", "resume", "stop"
 //     command "seek"   position | by       to a position, or by seconds from wherever the
-//                                          player is when the request arrives (negative: back)
+//                                          player is when the request arrives (negative: back);
+//                                          answered once the player plays (or holds) from
+//                                          where it landed, so the state after is true
 //     command "volume" level
 //     command "mute"   muted
 //
@@ -1144,6 +1146,18 @@ public nonisolated struct Baton_V1_JoinResponse: Sendable {
 
   /// The account's signed revocation list; empty if it has none.
   public var revocationList: String = String()
+
+  /// On success: the MQTT 5 broker the account's devices meet through (`baton account broker`
+  /// on the enrolling device; never a --broker of that agent's own run), which the joining
+  /// device stores as its account's. Its URL as `mqtts://HOST:PORT` or `mqtt://HOST:PORT`
+  /// (IPv6 HOST in brackets); empty when the account has no broker. A URL the receiver cannot
+  /// use (another scheme, a path) leaves it without a broker; the join stands.
+  public var brokerURL: String = String()
+
+  /// The PEM (one CERTIFICATE block or more) of the CA the broker's server certificate chains
+  /// to, when the broker has a CA of its own; empty when it is the account's CA (a broker set
+  /// up by `baton broker config`), or when broker_url is empty.
+  public var brokerCa: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2416,7 +2430,7 @@ nonisolated extension Baton_V1_JoinRequest: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Baton_V1_JoinResponse: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".JoinResponse"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{1}detail\0\u{3}account_certificate\0\u{3}device_certificate\0\u{3}revocation_list\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}request_id\0\u{1}status\0\u{1}detail\0\u{3}account_certificate\0\u{3}device_certificate\0\u{3}revocation_list\0\u{3}broker_url\0\u{3}broker_ca\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2430,6 +2444,8 @@ nonisolated extension Baton_V1_JoinResponse: SwiftProtobuf.Message, SwiftProtobu
       case 4: try { try decoder.decodeSingularBytesField(value: &self.accountCertificate) }()
       case 5: try { try decoder.decodeSingularBytesField(value: &self.deviceCertificate) }()
       case 6: try { try decoder.decodeSingularStringField(value: &self.revocationList) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.brokerURL) }()
+      case 8: try { try decoder.decodeSingularStringField(value: &self.brokerCa) }()
       default: break
       }
     }
@@ -2454,6 +2470,12 @@ nonisolated extension Baton_V1_JoinResponse: SwiftProtobuf.Message, SwiftProtobu
     if !self.revocationList.isEmpty {
       try visitor.visitSingularStringField(value: self.revocationList, fieldNumber: 6)
     }
+    if !self.brokerURL.isEmpty {
+      try visitor.visitSingularStringField(value: self.brokerURL, fieldNumber: 7)
+    }
+    if !self.brokerCa.isEmpty {
+      try visitor.visitSingularStringField(value: self.brokerCa, fieldNumber: 8)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2464,6 +2486,8 @@ nonisolated extension Baton_V1_JoinResponse: SwiftProtobuf.Message, SwiftProtobu
     if lhs.accountCertificate != rhs.accountCertificate {return false}
     if lhs.deviceCertificate != rhs.deviceCertificate {return false}
     if lhs.revocationList != rhs.revocationList {return false}
+    if lhs.brokerURL != rhs.brokerURL {return false}
+    if lhs.brokerCa != rhs.brokerCa {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -354,6 +354,7 @@ def main():
     for name in ("--generated", "--host", "--invite", "--invite-typed", "--launch-app", "--private-app", "--service"):
         parser.add_argument(name, required=True)
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--broker-url", default="", help="the account's broker the JoinResponse should carry")
     args = parser.parse_args()
 
     sys.path.insert(0, args.generated)
@@ -534,6 +535,8 @@ def main():
     except Exception as error:  # noqa: BLE001 - any failure is the answer
         signed = error
     check("the account's CA signed the device certificate", signed is True, signed)
+    check("JoinResponse carries the account's broker (broker_url; broker_ca empty: the account's CA)",
+          joined.broker_url == args.broker_url and joined.broker_ca == "", f"{joined.broker_url!r} {joined.broker_ca[:40]!r}")
     conn.close()
 
     conn = connect()
