@@ -76,9 +76,11 @@ public final class ServingPolicy: @unchecked Sendable {
         connections[key] = connection
         connection.closeFuture.whenComplete { [self] _ in connections[key] = nil }
         connection.refusalLog = refusals
-        connection.admission = { [weak self, weak connection] identity in
-            guard let self, let connection else { return nil }
-            return admit(identity, origin: origin, until: connection.closeFuture)
+        // The close future, not the connection: a weak reference would give every connection
+        // a side table, and each retain and release of it would take the slow path.
+        let closed = connection.closeFuture
+        connection.admission = { [weak self] identity in
+            self?.admit(identity, origin: origin, until: closed)
         }
         connection.revocationListAdopted = { [weak self] in self?.dropRevokedCallers() }
         return connection

@@ -30,8 +30,10 @@ public final class TCPLink: ChannelDuplexHandler, Link, @unchecked Sendable {
     private let role: PeerConnection.Role
     private let secure: Bool
     private var context: ChannelHandlerContext?
-    /// The channel it was installed on, weakly: for tests that check it is let go.
-    private(set) weak var channel: (any Channel)?
+    /// The channel it is installed on, until it is removed: for tests that check it is let go.
+    /// Read through the context, not kept weakly: a weak reference gives the channel a side
+    /// table, and every retain and release of it (NIO makes many a read) the slow path.
+    var channel: (any Channel)? { context?.channel }
     private var remoteAddress: SocketAddress?
     /// Who the peer proved to be in the TLS handshake, or why it was refused.
     private var identity: PeerIdentity?
@@ -83,7 +85,6 @@ public final class TCPLink: ChannelDuplexHandler, Link, @unchecked Sendable {
     ) throws -> Session {
         let link = TCPLink(
             role: role, eventLoop: channel.eventLoop, secure: security.trustStore != nil, limits: limits, busyPoll: busyPoll)
-        link.channel = channel
         let session = makeSession(link)
         link.session = session
         let pipeline = channel.pipeline.syncOperations
