@@ -24,7 +24,7 @@ private struct HandoffEnd {
 /// connections (not counted). Measured as ``handoffBench(baton:)`` measures: the target's
 /// first audio from the request (its mpv's `playback-restart`), the report's wall time, and
 /// the position error read on the players' own sockets. BATON_BENCH_BROKER_HANDOFFS sets
-/// `count` (10 by default).
+/// `count` (10 by default); BATON_BENCH_BROKER_TLS=1 puts TLS between the broker and its clients.
 func brokerHandoffBench(baton: String) throws {
     guard let sox = which("sox"), which("mpv") != nil else {
         print("handoff over the broker: skipped (it needs mpv and sox)")
@@ -49,18 +49,32 @@ func brokerHandoffBench(baton: String) throws {
         try runBaton(baton, home: homes[0], ["account", "export-device", name, "--output", bundle])
         try runBaton(baton, home: home, ["account", "import", bundle])
     }
-    let port = freeLoopbackPort()
+    // A plaintext listener, or with BATON_BENCH_BROKER_TLS=1 a TLS one as `baton broker config`
+    // writes it (its ACL left out).
+    let port = freeLoopbackPort(), tls = ProcessInfo.processInfo.environment["BATON_BENCH_BROKER_TLS"] == "1"
+    var listener = "listener \(port) 127.0.0.1\n"
+    if tls {
+        let certificates = work.appendingPathComponent("broker").path
+        try runBaton(baton, home: homes[0], ["broker", "config", "--host", "127.0.0.1", "--dir", certificates, "--port", "\(port)"])
+        listener += """
+            cafile \(certificates)/ca.pem
+            certfile \(certificates)/server.pem
+            keyfile \(certificates)/server-key.pem
+            require_certificate true
+            use_identity_as_username true
+
+            """
+    }
     let mosquitto = try Mosquitto(config: """
         per_listener_settings false
         allow_anonymous true
         persistence false
         user root
         set_tcp_nodelay true
-        listener \(port) 127.0.0.1
-
+        \(listener)
         """, ports: [port], in: work)
     defer { mosquitto.stop() }
-    let url = "mqtt://127.0.0.1:\(port)"
+    let url = "\(tls ? "mqtts" : "mqtt")://127.0.0.1:\(port)"
 
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     defer { try? group.syncShutdownGracefully() }
@@ -138,17 +152,16 @@ func brokerHandoffBench(baton: String) throws {
         let sorted = values.sorted()
         return (percentile(sorted, 0.5), sorted.last!)
     }
-    let pair = "\(count)+\(count) interleaved"
     let audio = spread(overBroker.map(\.firstAudio)), audioTCP = spread(overTCP.map(\.firstAudio))
-    row("handoff mpv → mpv over the broker (\(pair)): first audio p50/max", "\(fmt(audio.p50))/\(fmt(audio.max)) ms",
-        "over TCP+TLS \(fmt(audioTCP.p50))/\(fmt(audioTCP.max)) ms (\(fmt(audio.p50 / audioTCP.p50, 2))×)", "", nil)
+    row("handoff via \(tls ? "mqtts" : "mqtt")://, ×\(count) each: first audio p50/max", "\(fmt(audio.p50))/\(fmt(audio.max)) ms",
+        "TCP+TLS, interleaved \(fmt(audioTCP.p50))/\(fmt(audioTCP.max)) ms (\(fmt(audio.p50 / audioTCP.p50, 2))×)", "", nil)
     let confirmed = spread(overBroker.map(\.confirmed)), confirmedTCP = spread(overTCP.map(\.confirmed))
     row("  confirmed (the report's wall time) p50/max", "\(fmt(confirmed.p50))/\(fmt(confirmed.max)) ms",
-        "over TCP+TLS \(fmt(confirmedTCP.p50))/\(fmt(confirmedTCP.max)) ms (\(fmt(confirmed.p50 / confirmedTCP.p50, 2))×)", "", nil)
+        "TCP+TLS \(fmt(confirmedTCP.p50))/\(fmt(confirmedTCP.max)) ms (\(fmt(confirmed.p50 / confirmedTCP.p50, 2))×)", "", nil)
     // The handoff's own target (HandoffBench's), whatever carries it.
     let error = spread(overBroker.map { abs($0.measured) }), errorTCP = spread(overTCP.map { abs($0.measured) })
     row("  position error |target − source| p50/max", "\(fmt(error.p50))/\(fmt(error.max)) ms",
-        "over TCP+TLS \(fmt(errorTCP.p50))/\(fmt(errorTCP.max)) ms, players' sockets", "≤ 10/30 ms", error.p50 <= 10 && error.max <= 30)
+        "TCP+TLS \(fmt(errorTCP.p50))/\(fmt(errorTCP.max)) ms, players' sockets", "≤ 10/30 ms", error.p50 <= 10 && error.max <= 30)
 }
 
 /// Waits until `client` describes `target` (the agent's broker connection comes up after its
