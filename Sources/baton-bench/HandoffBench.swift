@@ -138,7 +138,7 @@ struct HandoffRunFigures {
 
 /// The target's position minus the source's at one instant (ms), from outside: the source's
 /// readings while it played during the handoff, the target's read for 0.3 s after it.
-private func measuredError(source: [PositionSampler.Reading], target: PositionSampler) throws -> Double {
+func measuredError(source: [PositionSampler.Reading], target: PositionSampler) throws -> Double {
     guard let sourceLine = PositionSampler.playingLine(source), sourceLine.steps > 0 else {
         throw BenchError("too few readings of the source while it played (\(source.count))")
     }
@@ -213,12 +213,13 @@ private func handoff<T>(
     return (try promise.futureResult.wait(), seen)
 }
 
-private func handoff(_ client: BatonClient, _ from: DeviceTarget, _ to: DeviceTarget, on loop: any EventLoop) throws -> HandoffReport {
+func handoff(_ client: BatonClient, _ from: DeviceTarget, _ to: DeviceTarget, on loop: any EventLoop) throws -> HandoffReport {
     try handoff(client, from, to, on: loop) { () }.0
 }
 
-/// The time of an mpv's next `playback-restart`, on the monotonic clock.
-private final class RestartWatch: @unchecked Sendable {
+/// The time of an mpv's next `playback-restart`, on the monotonic clock; a failure if none
+/// comes within 30 s.
+final class RestartWatch: @unchecked Sendable {
     private let promise: EventLoopPromise<Int64>
 
     init(_ mpv: MPVConnection) {
@@ -231,6 +232,8 @@ private final class RestartWatch: @unchecked Sendable {
                 promise.succeed(baton_monotonic_ns())
             }
         }.wait()
+        // A promise completes once: this does nothing after the event.
+        mpv.eventLoop.scheduleTask(in: .seconds(30)) { promise.fail(BenchError("no playback-restart within 30 s")) }
     }
 
     func milliseconds(since start: Int64) throws -> Double {
@@ -239,7 +242,7 @@ private final class RestartWatch: @unchecked Sendable {
     }
 }
 
-private func connectMPV(_ socket: String, on loop: any EventLoop) throws -> MPVConnection {
+func connectMPV(_ socket: String, on loop: any EventLoop) throws -> MPVConnection {
     for _ in 0..<250 {
         if let connection = try? MPVConnection.connect(path: socket, on: loop).wait() { return connection }
         usleep(20_000)
@@ -313,12 +316,12 @@ private func freePort() throws -> Int {
     return Int(UInt16(bigEndian: address.sin_port))
 }
 
-private func which(_ name: String) -> String? {
+func which(_ name: String) -> String? {
     let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
     return path.split(separator: ":").map { "\($0)/\(name)" }.first { access($0, X_OK) == 0 }
 }
 
-private func runToEnd(_ executable: String, _ arguments: [String]) throws {
+func runToEnd(_ executable: String, _ arguments: [String]) throws {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments

@@ -135,8 +135,9 @@ let emptyScript = args.count > 2 ? args[2] : "/dev/null"
 // only pipelined requests, for long enough to profile; =handoff, the handoff figures; =batch,
 // the batch figures (BATON_BENCH_BATCH_ITEMS sets their item count, 1000 by default);
 // =exhaustion, the agent's memory under connection churn and a caller that never reads;
-// =broker, the broker figures (BATON_BENCH_FLEET sets the simulated agents, 1000 by default).
-// The default runs everything.
+// =broker, the broker figures (BATON_BENCH_FLEET sets the simulated agents, 1000 by default);
+// =broker-handoff, handoffs over the broker beside the same over TCP (BATON_BENCH_BROKER_HANDOFFS
+// sets how many of each, 10 by default). The default runs everything.
 switch ProcessInfo.processInfo.environment["BATON_BENCH_ONLY"] {
 case "requests"?:
     do { try networkBench(baton: batonPath, requestsOnly: true) } catch { print("network benchmark failed: \(error)") }
@@ -155,6 +156,9 @@ case "exhaustion"?:
     exit(0)
 case "broker"?:
     do { try brokerBench(baton: batonPath) } catch { print("broker benchmark failed: \(error)") }
+    exit(0)
+case "broker-handoff"?:
+    do { try brokerHandoffBench(baton: batonPath) } catch { print("broker handoff benchmark failed: \(error)") }
     exit(0)
 case "tls"?:
     do { try networkBench(baton: batonPath, requestsOnly: true, tls: true) } catch { print("network benchmark failed: \(error)") }
@@ -208,4 +212,9 @@ do {
     try brokerBench(baton: batonPath)
 } catch {
     print("broker benchmark failed: \(error)")
+}
+do {
+    try brokerHandoffBench(baton: batonPath)
+} catch {
+    print("broker handoff benchmark failed: \(error)")
 }
