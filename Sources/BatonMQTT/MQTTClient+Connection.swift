@@ -151,6 +151,7 @@ extension MQTTClient {
         if case .twoByte(let v)? = ack.properties[MQTTProperties.serverKeepAlive] { keepAlive = v }
         startKeepAlive(seconds: keepAlive, generation: generation)
         logger.debug("connected to \(configuration.host):\(configuration.port)", metadata: ["session-present": "\(ack.sessionPresent)"])
+        keepPacketIDs(sessionPresent: ack.sessionPresent)
         delegate?.mqttClient(self, connectedWithSessionPresent: ack.sessionPresent)
         guard generation == self.generation, connected else { return }
         resubscribe()

@@ -41,9 +41,9 @@ extension MQTTClient {
     /// Sends queued QoS 1 publishes while the broker's Receive Maximum allows.
     func drainQueue() {
         while connected, inflight.count < sendQuota, var pending = queue.popFirst() {
-            let id = allocatePacketID()
-            let dup = pending.sentBefore
-            pending.sentBefore = true
+            let dup = pending.packetID != nil
+            let id = pending.packetID ?? allocatePacketID()
+            pending.packetID = id
             inflight[id] = pending
             send(.publish(MQTTPacket.Publish(message: pending.message, packetID: id, dup: dup)))
         }
@@ -60,7 +60,8 @@ extension MQTTClient {
         drainQueue()
     }
 
-    /// Unacknowledged publishes go out again after the reconnect, first and in their order.
+    /// Unacknowledged publishes go out again after the reconnect, first and in their order,
+    /// under the ids they had (``keepPacketIDs(sessionPresent:)`` decides at CONNACK).
     func requeueInflight() {
         for pending in inflight.values.sorted(by: { $0.sequence > $1.sequence }) {
             queue.prepend(pending)
@@ -68,10 +69,20 @@ extension MQTTClient {
         inflight = [:]
     }
 
+    /// At CONNACK: with the session the broker kept, a publish it did not acknowledge is sent
+    /// again with DUP under its old id, so the broker knows it for the same one; with a new
+    /// session the old ids mean nothing, and a publish is new (the broker link drops copies).
+    func keepPacketIDs(sessionPresent: Bool) {
+        guard !sessionPresent else { return }
+        for index in queue.indices { queue[index].packetID = nil }
+    }
+
     func allocatePacketID() -> UInt16 {
         repeat {
             nextPacketID = nextPacketID == UInt16.max ? 1 : nextPacketID + 1
         } while inflight[nextPacketID] != nil || subscribing[nextPacketID] != nil || unsubscribing[nextPacketID] != nil
+            // Publishes waiting to go again keep their ids; they are the queue's head.
+            || queue.prefix(while: { $0.packetID != nil }).contains { $0.packetID == nextPacketID }
         return nextPacketID
     }
 

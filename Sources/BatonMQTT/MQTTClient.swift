@@ -21,7 +21,9 @@ public final class MQTTClient: @unchecked Sendable {
         var message: MQTTMessage
         var promise: EventLoopPromise<MQTTPubAck>
         var sequence: Int
-        var sentBefore = false
+        /// The packet id it went out under, kept while unacknowledged: a session the broker
+        /// kept must see it again under the same id (MQTT 5 §4.4).
+        var packetID: UInt16?
     }
 
     struct SubscribeWaiter {

@@ -92,4 +92,50 @@ struct MQTTClientHostileBrokerTests {
         try await client.stop().get()
         try await broker.close()
     }
+
+    // MARK: a broker lost before its PUBACK
+
+    /// The PUBLISH packets among `packets`.
+    static func publishes(_ packets: [MQTTPacket]) -> [MQTTPacket.Publish] {
+        packets.compactMap { if case .publish(let publish) = $0 { publish } else { nil } }
+    }
+
+    /// Publishes two QoS 1 messages to a broker that drops the first connection at the first
+    /// PUBLISH and acknowledges nothing; returns what the first and second connections got.
+    func resent(sessionPresent: Bool) async throws -> (first: [MQTTPacket.Publish], second: [MQTTPacket.Publish]) {
+        let broker = try await RecordingBroker(sessionPresent: sessionPresent)
+        let client = client(port: broker.port, logs: LogCapture())
+        try await waitUntil("the first connection") { broker.connections.count >= 1 }
+        for text in ["one", "two"] {
+            _ = client.publish(MQTTMessage(topic: "t/\(text)", payload: ByteBuffer(string: text)))
+        }
+        try await waitUntil("both publishes on the second connection") {
+            broker.connections.count >= 2 && Self.publishes(broker.connections[1]).count >= 2
+        }
+        let connections = broker.connections
+        try await client.stop().get()
+        try await broker.close()
+        return (Self.publishes(connections[0]), Self.publishes(connections[1]))
+    }
+
+    @Test("a publish the broker did not acknowledge goes again, in order, with DUP and its original packet id, to a broker that kept the session")
+    func resentUnderItsIDToAKeptSession() async throws {
+        let (first, second) = try await resent(sessionPresent: true)
+        let sent = try #require(first.first)
+        #expect(sent.message.topic == "t/one" && !sent.dup)
+        #expect(second.map(\.message.topic) == ["t/one", "t/two"])
+        #expect(second[0].dup && second[0].packetID == sent.packetID, "\(second[0])")
+        // The second may or may not have left before the connection dropped: DUP or not, it
+        // keeps an id of its own.
+        #expect(second[1].packetID != sent.packetID, "\(second[1])")
+    }
+
+    @Test("to a broker that starts a new session, the publish goes again as a new one: no DUP, a fresh packet id")
+    func resentAsNewToANewSession() async throws {
+        let (first, second) = try await resent(sessionPresent: false)
+        #expect(first.first?.message.topic == "t/one")
+        #expect(second.map(\.message.topic) == ["t/one", "t/two"])
+        #expect(second.allSatisfy { !$0.dup }, "\(second)")
+        #expect(Set(second.compactMap(\.packetID)).count == 2, "\(second)")
+    }
 }
