@@ -68,6 +68,15 @@ final class Mosquitto {
     }
 }
 
+/// A new folder `name`-PID in memory (/dev/shm) where there is one, else in the temporary
+/// folder; the caller removes it.
+func benchFolder(_ name: String) throws -> URL {
+    let work = URL(fileURLWithPath: FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory())
+        .appendingPathComponent("\(name)-\(getpid())")
+    try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+    return work
+}
+
 /// Resident memory of process `pid` (0: this one), in bytes.
 func residentBytesOf(_ pid: Int32) -> Int {
     let path = pid == 0 ? "/proc/self/status" : "/proc/\(pid)/status"
@@ -262,9 +271,7 @@ func brokerBench(baton: String) throws {
     var logger = Logger(label: "bench")
     logger.logLevel = .critical
 
-    let work = URL(fileURLWithPath: FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory())
-        .appendingPathComponent("baton-bench-broker-\(getpid())")
-    try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+    let work = try benchFolder("baton-bench-broker")
     defer { try? FileManager.default.removeItem(at: work) }
     // Two devices of one account: A serves (a `baton agent`), B asks (this process).
     let homeA = work.appendingPathComponent("A"), homeB = work.appendingPathComponent("B")

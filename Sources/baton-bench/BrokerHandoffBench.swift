@@ -34,9 +34,7 @@ func brokerHandoffBench(baton: String) throws {
     var logger = Logger(label: "bench")
     logger.logLevel = .critical
 
-    let work = URL(fileURLWithPath: FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory())
-        .appendingPathComponent("baton-bench-broker-handoff-\(getpid())")
-    try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+    let work = try benchFolder("baton-bench-broker-handoff")
     defer { try? FileManager.default.removeItem(at: work) }
     let sweep = work.appendingPathComponent("sweep.flac").path
     try runToEnd(sox, ["-n", "-r", "44100", "-c", "1", sweep, "synth", "60", "sine", "100-4100"])
