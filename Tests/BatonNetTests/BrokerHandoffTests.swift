@@ -33,24 +33,29 @@ struct BrokerHandoffTests {
         return connection
     }
 
+    /// A plain mosquitto, and a phone in a and a TV in b with mpv players, reachable through it
+    /// alone (no mDNS); a watcher in c has seen both, as `cloud`. The `--broker` arguments too.
+    static func phoneAndTV(on net: BrokerNetwork) async throws -> (phone: NamespacedAgent, tv: NamespacedAgent, via: [String]) {
+        let broker = try await net.startMosquitto(config: BrokerNetwork.plainConfig)
+        let via = ["--broker", broker.url]
+        let phone = try await net.agent(
+            in: net.a, name: "Phone \(NamespaceSpawner.tag())", kind: "phone", config: playerConfig, arguments: via + ["--no-mdns"])
+        let tv = try await net.agent(
+            in: net.b, name: "TV \(NamespaceSpawner.tag())", kind: "tv", config: playerConfig, arguments: via + ["--no-mdns"])
+        let watcher = try net.watcher(in: net.c, via)
+        for agent in [phone, tv] {
+            let (_, added) = try await watcher.waitFor("\(agent.name) added") { $0.event == "added" && $0.id == agent.id }
+            #expect(added["transport"] == "cloud", "\(added)")
+        }
+        return (phone, tv, via)
+    }
+
     @Test("baton handoff --broker from a third network: the target's mpv plays the source's file from where it was, the source's is paused, the report says success")
     func handoffAcrossTheBroker() async throws {
         try await BrokerNetwork.with(devices: 3) { net in
             let media = try await Media.make()
-            let broker = try await net.startMosquitto(config: BrokerNetwork.plainConfig)
-            let via = ["--broker", broker.url]
-            let phone = try await net.agent(
-                in: net.a, name: "Phone \(NamespaceSpawner.tag())", kind: "phone", config: Self.playerConfig, arguments: via + ["--no-mdns"])
-            let tv = try await net.agent(
-                in: net.b, name: "TV \(NamespaceSpawner.tag())", kind: "tv", config: Self.playerConfig, arguments: via + ["--no-mdns"])
+            let (phone, tv, via) = try await Self.phoneAndTV(on: net)
             let phoneMPV = try await Self.mpv(of: phone), tvMPV = try await Self.mpv(of: tv)
-
-            // c sees both, through the broker only.
-            let watcher = try net.watcher(in: net.c, via)
-            for agent in [phone, tv] {
-                let (_, added) = try await watcher.waitFor("\(agent.name) added") { $0.event == "added" && $0.id == agent.id }
-                #expect(added["transport"] == "cloud", "\(added)")
-            }
 
             // The phone plays, told so over the broker too.
             let play = try await net.baton(in: net.c, [
@@ -91,17 +96,8 @@ struct BrokerHandoffTests {
     func scriptHandoffAcrossTheBroker() async throws {
         try await BrokerNetwork.with(devices: 3) { net in
             let media = try await Media.make()
-            let broker = try await net.startMosquitto(config: BrokerNetwork.plainConfig)
-            let via = ["--broker", broker.url]
-            let phone = try await net.agent(
-                in: net.a, name: "Phone \(NamespaceSpawner.tag())", kind: "phone", config: Self.playerConfig, arguments: via + ["--no-mdns"])
-            let tv = try await net.agent(
-                in: net.b, name: "TV \(NamespaceSpawner.tag())", kind: "tv", config: Self.playerConfig, arguments: via + ["--no-mdns"])
+            let (phone, tv, via) = try await Self.phoneAndTV(on: net)
             let phoneMPV = try await Self.mpv(of: phone), tvMPV = try await Self.mpv(of: tv)
-            let watcher = try net.watcher(in: net.c, via)
-            for agent in [phone, tv] {
-                try await watcher.waitFor("\(agent.name) added") { $0.event == "added" && $0.id == agent.id }
-            }
             // The TV plays, paused at 20 s: a paused source gives a paused target at its position.
             let play = try await net.baton(in: net.c, [
                 "send", tv.id, PlaybackCommand.service, "--app", playerApp,
