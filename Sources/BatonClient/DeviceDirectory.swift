@@ -11,7 +11,8 @@ import NIOCore
 ///
 /// A device is what its sources see of it together: its routes are every route they know,
 /// its details are its own advertisement's (mDNS) before what a peer describes, and it is
-/// `available` while any source sees it so. It is removed when no source sees it any more.
+/// `available` while any source sees it so; then only the sources that see it available count
+/// (their routes, `local` if one of them is). It is removed when no source sees it any more.
 ///
 /// Confined to its client's event loop: call everything there.
 public final class DeviceDirectory: @unchecked Sendable {
@@ -96,9 +97,16 @@ public final class DeviceDirectory: @unchecked Sendable {
             return claims.first
         }
 
-        /// The sightings that claim `account` together.
+        /// The sightings that claim `account` together: those that see it available, when
+        /// any does (else all of them).
         func device(claiming account: String?) -> RemoteDevice? {
-            let ordered = sightings.filter { $0.device.account == account }.sorted { $0.rank < $1.rank }
+            let claiming = sightings.filter { $0.device.account == account }
+            // A device that left the LAN but is still reached through the broker is the
+            // broker's now (`cloud`, its route alone): a sighting that no longer answers (mDNS
+            // keeps its records for minutes) adds neither a dead route nor `local`, so the move
+            // is an update both ways, never a removal.
+            let available = claiming.filter { $0.device.status == .available }
+            let ordered = (available.isEmpty ? claiming : available).sorted { $0.rank < $1.rank }
             guard var merged = ordered.first?.device else { return nil }
             for (_, _, device) in ordered.dropFirst() {
                 for route in device.routes where !merged.routes.contains(route) { merged.routes.append(route) }
@@ -106,7 +114,6 @@ public final class DeviceDirectory: @unchecked Sendable {
                     merged.directCandidates.append(endpoint)
                 }
                 merged.sources.formUnion(device.sources)
-                if device.status == .available { merged.status = .available }
                 if device.transport == .local { merged.transport = .local }
             }
             return merged

@@ -145,7 +145,8 @@ final class BrokerNetwork: @unchecked Sendable {
         }
     }
 
-    private func waitForCarrier(_ namespace: String, _ interface: String) throws {
+    /// Waits (at most 10 s) until `interface` in `namespace` is up with a carrier.
+    func waitForCarrier(_ namespace: String, _ interface: String) throws {
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             let state = try NamespacePair.command(NamespacePair.ip, "-n", namespace, "-o", "link", "show", interface)
