@@ -37,16 +37,16 @@ extension MQTTPacket {
             guard ackFlags & 0xFE == 0 else { throw MQTTError.malformed("CONNACK flags \(ackFlags)") }
             let code: UInt8 = try MQTTWire.readInteger(from: &body)
             return .connack(ConnAck(sessionPresent: ackFlags & 1 == 1, reasonCode: code,
-                                    properties: try MQTTProperties.read(from: &body)))
+                                    properties: try MQTTProperties.read(from: &body, in: .connack)))
         case 3: return .publish(try decodePublish(flags: flags, &body))
         case 4:
             let id: UInt16 = try MQTTWire.readInteger(from: &body)
             let code: UInt8 = try body.readableBytes > 0 ? MQTTWire.readInteger(from: &body) : 0
-            let properties = try body.readableBytes > 0 ? MQTTProperties.read(from: &body) : MQTTProperties()
+            let properties = try body.readableBytes > 0 ? MQTTProperties.read(from: &body, in: .puback) : MQTTProperties()
             return .puback(PubAck(packetID: id, reasonCode: code, properties: properties))
         case 8:
             let id: UInt16 = try MQTTWire.readInteger(from: &body)
-            let properties = try MQTTProperties.read(from: &body)
+            let properties = try MQTTProperties.read(from: &body, in: .subscribe)
             var subscriptions: [MQTTSubscription] = []
             while body.readableBytes > 0 {
                 let filter = try MQTTWire.readString(from: &body)
@@ -60,14 +60,14 @@ extension MQTTPacket {
             return .subscribe(Subscribe(packetID: id, subscriptions: subscriptions, properties: properties))
         case 9, 11:
             let id: UInt16 = try MQTTWire.readInteger(from: &body)
-            let properties = try MQTTProperties.read(from: &body)
+            let properties = try MQTTProperties.read(from: &body, in: type == 9 ? .suback : .unsuback)
             let codes = Array(body.readableBytesView)
             body.moveReaderIndex(to: body.writerIndex)
             let ack = SubAck(packetID: id, reasonCodes: codes, properties: properties)
             return type == 9 ? .suback(ack) : .unsuback(ack)
         case 10:
             let id: UInt16 = try MQTTWire.readInteger(from: &body)
-            let properties = try MQTTProperties.read(from: &body)
+            let properties = try MQTTProperties.read(from: &body, in: .unsubscribe)
             var filters: [String] = []
             while body.readableBytes > 0 { filters.append(try MQTTWire.readString(from: &body)) }
             guard !filters.isEmpty else { throw MQTTError(.protocolError, "UNSUBSCRIBE without a filter") }
@@ -77,7 +77,7 @@ extension MQTTPacket {
             return type == 12 ? .pingreq : .pingresp
         case 14:
             let code: UInt8 = try body.readableBytes > 0 ? MQTTWire.readInteger(from: &body) : 0
-            let properties = try body.readableBytes > 0 ? MQTTProperties.read(from: &body) : MQTTProperties()
+            let properties = try body.readableBytes > 0 ? MQTTProperties.read(from: &body, in: .disconnect) : MQTTProperties()
             return .disconnect(Disconnect(reasonCode: code, properties: properties))
         case 5, 6, 7, 15:
             throw MQTTError(.protocolError, "packet type \(type) (QoS 2 or AUTH), which this client never asks for")
@@ -97,7 +97,7 @@ extension MQTTPacket {
         }
         let id: UInt16? = try qos == .atMostOnce ? nil : MQTTWire.readInteger(from: &body) as UInt16
         if id == 0 { throw MQTTError(.protocolError, "PUBLISH with packet id 0") }
-        let properties = try MQTTProperties.read(from: &body)
+        let properties = try MQTTProperties.read(from: &body, in: .publish)
         if properties[MQTTProperties.topicAlias] != nil {
             throw MQTTError(.protocolError, "PUBLISH with a topic alias, though Topic Alias Maximum is 0")
         }
@@ -114,12 +114,12 @@ extension MQTTPacket {
         let flags: UInt8 = try MQTTWire.readInteger(from: &body)
         guard flags & 0x01 == 0 else { throw MQTTError.malformed("CONNECT reserved flag set") }
         let keepAlive: UInt16 = try MQTTWire.readInteger(from: &body)
-        let properties = try MQTTProperties.read(from: &body)
+        let properties = try MQTTProperties.read(from: &body, in: .connect)
         var connect = Connect(clientID: try MQTTWire.readString(from: &body), keepAlive: keepAlive,
                               cleanStart: flags & 0x02 != 0, properties: properties)
         if flags & 0x04 != 0 {
             guard let qos = MQTTQoS(rawValue: (flags >> 3) & 0x03) else { throw MQTTError.malformed("will QoS") }
-            let willProperties = try MQTTProperties.read(from: &body)
+            let willProperties = try MQTTProperties.read(from: &body, in: .will)
             let topic = try MQTTWire.readString(from: &body)
             let payload = try MQTTWire.readBinary(from: &body)
             var delay: UInt32 = 0

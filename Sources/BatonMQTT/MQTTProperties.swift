@@ -61,8 +61,53 @@ package struct MQTTProperties: Sendable, Equatable {
         }
     }
 
-    /// Reads a property length and the properties it covers.
-    static func read(from buffer: inout ByteBuffer) throws -> MQTTProperties {
+    /// Where a property list stands. Each identifier belongs in some places only, and all but
+    /// User Property (and Subscription Identifier in a PUBLISH) at most once (MQTT 5 §2.2.2.2).
+    package struct Place: OptionSet, Sendable {
+        package let rawValue: UInt16
+        package init(rawValue: UInt16) { self.rawValue = rawValue }
+
+        package static let connect = Place(rawValue: 1 << 0)
+        package static let connack = Place(rawValue: 1 << 1)
+        package static let publish = Place(rawValue: 1 << 2)
+        package static let will = Place(rawValue: 1 << 3)
+        package static let puback = Place(rawValue: 1 << 4)
+        package static let subscribe = Place(rawValue: 1 << 5)
+        package static let suback = Place(rawValue: 1 << 6)
+        package static let unsubscribe = Place(rawValue: 1 << 7)
+        package static let unsuback = Place(rawValue: 1 << 8)
+        package static let disconnect = Place(rawValue: 1 << 9)
+        static let acks: Place = [.connack, .puback, .suback, .unsuback, .disconnect]
+        static let everywhere = Place(rawValue: 0x3FF)
+
+        /// The packet's name, for one place.
+        var name: String {
+            let names = ["CONNECT", "CONNACK", "PUBLISH", "a will", "PUBACK", "SUBSCRIBE", "SUBACK", "UNSUBSCRIBE", "UNSUBACK", "DISCONNECT"]
+            return (0..<names.count).first { rawValue == 1 << $0 }.map { names[$0] } ?? "packet"
+        }
+    }
+
+    /// Where identifier `id` may stand (MQTT 5 §2.2.2.2; AUTH's are left out: this client
+    /// takes no AUTH packet).
+    static func places(of id: UInt8) -> Place {
+        switch id {
+        case 0x01, 0x02, 0x03, 0x08, 0x09: return [.publish, .will]
+        case 0x0B: return [.publish, .subscribe]
+        case 0x11: return [.connect, .connack, .disconnect]
+        case 0x12, 0x13, 0x1A, 0x24, 0x25, 0x28, 0x29, 0x2A: return .connack
+        case 0x15, 0x16, 0x21, 0x22, 0x27: return [.connect, .connack]
+        case 0x17, 0x19: return .connect
+        case 0x18: return .will
+        case 0x1C: return [.connack, .disconnect]
+        case 0x1F: return Place.acks
+        case 0x23: return .publish
+        case 0x26: return Place.everywhere
+        default: return []
+        }
+    }
+
+    /// Reads a property length and the properties it covers, as they may stand in `place`.
+    static func read(from buffer: inout ByteBuffer, in place: Place) throws -> MQTTProperties {
         let length = try MQTTWire.readVariableInteger(from: &buffer)
         guard var slice = buffer.readSlice(length: Int(length)) else {
             throw MQTTError.malformed("property length \(length) runs past the packet")
@@ -72,6 +117,13 @@ package struct MQTTProperties: Sendable, Equatable {
             let id = try MQTTWire.readVariableInteger(from: &slice)
             guard id <= 0x7F, let type = kind(of: UInt8(id)) else {
                 throw MQTTError(.protocolError, "unknown property identifier \(id)")
+            }
+            guard places(of: UInt8(id)).contains(place) else {
+                throw MQTTError(.protocolError, "property identifier \(id) has no place in \(place.name)")
+            }
+            let repeatable = id == userProperty || (id == 0x0B && place == .publish)
+            guard repeatable || properties[UInt8(id)] == nil else {
+                throw MQTTError(.protocolError, "property identifier \(id) more than once in \(place.name)")
             }
             let value: Value
             switch type {

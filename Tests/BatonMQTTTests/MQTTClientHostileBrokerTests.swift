@@ -55,6 +55,18 @@ struct MQTTClientHostileBrokerTests {
         try await broker.close()
     }
 
+    @Test("a property in a packet where MQTT 5 gives it no place is a protocol error that closes the connection")
+    func misplacedProperty() async throws {
+        // CONNACK carrying Will Delay Interval (0x18), which belongs in a will only.
+        let broker = try await FakeBroker(answer: [0x20, 0x08, 0x00, 0x00, 0x05, 0x18, 0x00, 0x00, 0x00, 0x05])
+        let logs = LogCapture()
+        let client = client(port: broker.port, logs: logs)
+        try await waitUntil("a second connection") { broker.connections >= 2 }
+        #expect(logs.contains("property identifier 24 has no place in CONNACK"))
+        try await client.stop().get()
+        try await broker.close()
+    }
+
     @Test("CONNACK 0x86 is said as bad credentials and retried only after the backoff cap")
     func refusedCredentials() async throws {
         let broker = try await FakeBroker(answer: [0x20, 0x03, 0x00, 0x86, 0x00])

@@ -88,6 +88,13 @@ struct MQTTPacketCodecTests {
         ([0x50, 0x02, 0x00, 0x01], "packet type 5 (QoS 2 or AUTH), which this client never asks for"),
         ([0xD0, 0x01, 0x00], "PINGREQ/PINGRESP with a body"),
         ([0x40, 0x01, 0x00], "packet ends inside a 2-byte integer"),
+        // A property where MQTT 5 gives it no place: Will Delay Interval in a PUBLISH, Server
+        // Keep Alive in a PUBACK, Message Expiry in a SUBACK.
+        ([0x30, 0x09, 0x00, 0x01, 0x74, 0x05, 0x18, 0x00, 0x00, 0x00, 0x05], "property identifier 24 has no place in PUBLISH"),
+        ([0x40, 0x07, 0x00, 0x01, 0x00, 0x03, 0x13, 0x00, 0x3C], "property identifier 19 has no place in PUBACK"),
+        ([0x90, 0x09, 0x00, 0x01, 0x05, 0x02, 0x00, 0x00, 0x00, 0x3C, 0x00], "property identifier 2 has no place in SUBACK"),
+        // One that may stand once, twice: Receive Maximum in a CONNACK.
+        ([0x20, 0x09, 0x00, 0x00, 0x06, 0x21, 0x00, 0x0A, 0x21, 0x00, 0x14], "property identifier 33 more than once in CONNACK"),
     ])
     func malformed(_ bytes: [UInt8], _ reason: String) {
         do {
