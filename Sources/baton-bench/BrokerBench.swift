@@ -86,15 +86,17 @@ func residentBytesOf(_ pid: Int32) -> Int {
 }
 
 /// A loopback port nobody listens on now.
-func freeLoopbackPort() -> Int {
+func freeLoopbackPort() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    let ok = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard ok else { throw BenchError("no free loopback port") }
     return Int(UInt16(bigEndian: address.sin_port))
 }
 
@@ -280,7 +282,7 @@ func brokerBench(baton: String) throws {
     try runBaton(baton, home: homeA, ["account", "export-device", "B", "--output", bundle])
     try runBaton(baton, home: homeB, ["account", "import", bundle])
     let certificates = work.appendingPathComponent("broker")
-    let plainPort = freeLoopbackPort(), tlsPort = freeLoopbackPort()
+    let plainPort = try freeLoopbackPort(), tlsPort = try freeLoopbackPort()
     try runBaton(baton, home: homeA, ["broker", "config", "--host", "127.0.0.1", "--dir", certificates.path, "--port", "\(tlsPort)"])
     // One mosquitto, a plaintext listener and a TLS one with `baton broker config`'s CA and
     // certificate (its ACL left out: paho's topics are not Baton's). Queues unbounded: the

@@ -49,7 +49,7 @@ func brokerHandoffBench(baton: String) throws {
     }
     // A plaintext listener, or with BATON_BENCH_BROKER_TLS=1 a TLS one as `baton broker config`
     // writes it (its ACL left out).
-    let port = freeLoopbackPort(), tls = ProcessInfo.processInfo.environment["BATON_BENCH_BROKER_TLS"] == "1"
+    let port = try freeLoopbackPort(), tls = ProcessInfo.processInfo.environment["BATON_BENCH_BROKER_TLS"] == "1"
     var listener = "listener \(port) 127.0.0.1\n"
     if tls {
         let certificates = work.appendingPathComponent("broker").path

@@ -281,7 +281,7 @@ private final class BenchMPD: @unchecked Sendable {
 }
 
 private func startMPD(_ path: String, music: String, folder: URL, on loop: any EventLoop) throws -> BenchMPD {
-    let port = try freePort()
+    let port = try freeLoopbackPort()
     let config = folder.appendingPathComponent("mpd.conf")
     try MPDConnection.headlessConfiguration(musicDirectory: music, stateDirectory: folder.path, port: port)
         .write(to: config, atomically: true, encoding: .utf8)
@@ -300,20 +300,6 @@ private func startMPD(_ path: String, music: String, folder: URL, on loop: any E
     }
     process.terminate()
     throw BenchError("mpd did not listen on \(port)")
-}
-
-private func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let ok = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard ok else { throw BenchError("no free port") }
-    return Int(UInt16(bigEndian: address.sin_port))
 }
 
 func which(_ name: String) -> String? {
