@@ -60,7 +60,7 @@ let package = Package(
             ],
             // baton.batch's scheduling, in Lua, compiled into the binary as bytes: no resource
             // bundle to find at run time (Bundle.module needs one beside the executable on Linux).
-            resources: [.embedInCode("Lua/batch.lua")]
+            resources: [.embedInCode("Lua/batch.lua"), .embedInCode("Lua/player.lua")]
         ),
         // Connections: NIO server and client channels, mutual TLS 1.3, the handshake, request
         // ids, channel multiplexing, keepalive and timeouts.

@@ -42,6 +42,8 @@ public final class Agent: @unchecked Sendable {
     let channelObjects: ChannelObjects
     /// The players behind apps, by app id.
     let players: [String: any Player]
+    /// The services the agent answers itself (each player app's `baton.playback`).
+    let nativeServices: [ProviderKey: any NativeService]
     /// Provider calls on their way to the runtime's loop, and back with their answers.
     var providerCalls: LoopMailbox<ProviderCall>!
     var providerAnswers: LoopMailbox<ProviderCall>!
@@ -60,6 +62,7 @@ public final class Agent: @unchecked Sendable {
         self.canceller = TaskCanceller(runtime: runtime, logger: logger)
         self.channelObjects = ChannelObjects(runtime: runtime, keepsRunAlive: false)
         self.players = Self.makePlayers(for: configuration, on: runtime.eventLoop, logger: logger)
+        self.nativeServices = Self.makeNativeServices(players: players)
         for player in players.values { player.start() }
         providerCalls = LoopMailbox(to: runtime.eventLoop, from: servingLoop) { call in call.agent.start(call) }
         providerAnswers = LoopMailbox(to: servingLoop, from: runtime.eventLoop) { call in call.answer() }
@@ -277,7 +280,7 @@ public final class Agent: @unchecked Sendable {
             if caller == .anonymous { return (.notAuthorized, "no app \(id) on \(configuration.device.name) serves other accounts") }
             return (.appNotInstalled, "no app \(id) on \(configuration.device.name)")
         }
-        guard app.services[service] != nil || (service == PlaybackCommand.service && players[id] != nil) else {
+        guard app.services[service] != nil || nativeServices[ProviderKey(app: id, service: service)] != nil else {
             return (.appServiceUnavailable, "\(id) has no service \(service)")
         }
         return (.success, "")

@@ -95,7 +95,7 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         let channel = ServiceChannel(
             connection: self, app: app, service: service, conn: conn,
             provider: agent.configuration.app(app)?.services[service],
-            player: service == PlaybackCommand.service ? agent.players[app] : nil,
+            native: agent.nativeServices[Agent.ProviderKey(app: app, service: service)].map { ($0, agent.nativeChannel(for: self, channel: channelID)) },
             taskName: taskName)
         channels[channelID] = channel
         return channel
@@ -122,15 +122,16 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
         /// The provider and how reports name its tasks, looked up once, not per request (the
         /// configured apps do not change once the agent runs).
         let provider: LuaReference?
-        /// The app's player, when this is its `baton.playback`.
-        let player: (any Player)?
+        /// The service and this channel as it sees it, when the agent answers it itself (an
+        /// app's `baton.playback`).
+        let native: (service: any NativeService, channel: NativeChannel)?
         let taskName: String
 
         init(
             connection: AgentConnection, app: String, service: String, conn: ChannelObjects.Channel, provider: LuaReference?,
-            player: (any Player)?, taskName: String
+            native: (service: any NativeService, channel: NativeChannel)?, taskName: String
         ) {
-            self.player = player
+            self.native = native
             self.connection = connection
             self.app = app
             self.service = service
@@ -143,17 +144,11 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
             if !message.isChecked, case .failure(let error) = message.values {
                 return responder.respond(ServiceReply(status: error.isOverLimit ? .resourceLimitsExceeded : .failure, detail: "bad message: \(error)"))
             }
-            if let player {
+            if let native {
                 guard case .success(let values) = message.values else {
                     return responder.respond(ServiceReply(status: .failure, detail: "bad message"))
                 }
-                // Players live on the runtime's loop.
-                let luaLoop = connection.agent.runtime.eventLoop
-                guard !luaLoop.inEventLoop else {
-                    PlaybackService.serve(values, player: player, on: peer.eventLoop).whenSuccess { responder.respond($0) }
-                    return
-                }
-                luaLoop.flatSubmit { PlaybackService.serve(values, player: player, on: luaLoop) }
+                native.service.eventLoop.flatSubmit { native.service.serve(values, from: native.channel) }
                     .hop(to: peer.eventLoop).whenSuccess { responder.respond($0) }
                 return
             }
@@ -162,6 +157,7 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
 
         func channelClosed(_ channelID: UInt64, status: ClosedStatus) {
             guard connection.channels.removeValue(forKey: channelID) != nil else { return }
+            if let native { native.service.eventLoop.execute { native.service.closed(native.channel) } }
             connection.agent.channelClosed(conn, status: status)
         }
     }

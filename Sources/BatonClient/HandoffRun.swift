@@ -35,15 +35,18 @@ final class HandoffRun: @unchecked Sendable {
     private var target: PlaybackPeer?
     /// Whether the target was asked to play, and so is to be stopped if the handoff fails.
     private var targetTouched = false
+    /// How long the target says a seek takes it (its state's or proof's `seek_latency`).
+    private var targetSeekLatency: Double?
 
     /// Time the target is given to start after a play arrives (mpv takes 4–34 ms
     /// from loadfile to playing).
     static let startAllowance = 0.01
     /// Time a playing target loses to a seek (it holds still until it plays again), before
-    /// the first seek teaches better.
+    /// the first seek teaches better, when the target does not say its own seek latency.
     static let seekAllowance = 0.01
     /// How long a playing player's position is read for a line: at least `sampleLeast` and
-    /// two steps of its position, at most `sampleMost` (mpv's steps are 50–100 ms apart).
+    /// two steps of its position, at most `sampleMost` or four of its steps where it says
+    /// they are further apart (mpv's are 50–100 ms apart, VLC's ~280 ms).
     static let sampleLeast = 0.05
     static let sampleMost = 0.4
     /// How long after the target is asked to play the source's readings begin.
@@ -186,6 +189,7 @@ final class HandoffRun: @unchecked Sendable {
         let (sourceAnswer, targetAnswer) = await (s, t)
         let state = try self.state(sourceAnswer, of: source, unavailable: .sourceUnavailable)
         let targetState = try self.state(targetAnswer, of: target, unavailable: .targetUnavailable)
+        targetSeekLatency = targetState.seekLatency
         try checkCancelled()
         guard let uri = state.uri, let at = state.position else {
             throw Stop(status: .nothingPlaying, detail: "the source plays nothing")
@@ -258,6 +262,7 @@ final class HandoffRun: @unchecked Sendable {
                 throw Stop(status: .targetFailed, detail: "the target's \(PlaybackCommand.service) answered play with something that is not a proof")
             }
             try checkCancelled()
+            targetSeekLatency = proof.seekLatency ?? targetSeekLatency
             return proof
         case .failed(.cannotOpen(let why)):
             // Refused before it played anything: whatever the target played before plays on.
@@ -287,7 +292,7 @@ final class HandoffRun: @unchecked Sendable {
         while abs(error) > precision, report.seeks < options.maxSeeks {
             report.corrected = true
             report.seeks += 1
-            let lead = state.paused ? 0 : target.transit + Self.seekAllowance
+            let lead = state.paused ? 0 : target.transit + (targetSeekLatency ?? Self.seekAllowance)
             let aim = max(0, sourceLine.position(at: Date().addingTimeInterval(lead)) - bias)
             switch await target.call(.seek(aim), timeout: try remaining()) {
             case .reply(let message, let sent, let received):
@@ -332,7 +337,8 @@ final class HandoffRun: @unchecked Sendable {
             if let last, last.paused || last.position == nil { break }
             let steps = readings.indices.dropFirst().filter { readings[$0].position != readings[$0 - 1].position }.count
             let elapsed = Date().timeIntervalSince(started)
-            if readings.count >= 3, (steps >= 2 && elapsed >= Self.sampleLeast) || elapsed >= Self.sampleMost { break }
+            let most = max(Self.sampleMost, min(4 * (last?.positionGranularity ?? 0), 2))
+            if readings.count >= 3, (steps >= 2 && elapsed >= Self.sampleLeast) || elapsed >= most { break }
             let state = try self.state(await peer.call(.state, timeout: try remaining()), of: peer, unavailable: unavailable)
             last = state
             if let position = state.position { readings.append((position, state.at)) }

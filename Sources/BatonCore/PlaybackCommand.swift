@@ -19,6 +19,11 @@ public enum PlaybackCommand: Sendable, Equatable {
     case volume(Double)
     /// `{command = "mute", muted = B}`.
     case mute(Bool)
+    /// `{command = "watch"}`: from now on, until `unwatch` or the channel closes, the agent
+    /// sends the channel each ``PlayerChange`` as a request of its own; answered with the state.
+    case watch
+    /// `{command = "unwatch"}`: no more changes on this channel; answered with the state.
+    case unwatch
 
     /// The name of the service.
     public static let service = "baton.playback"
@@ -53,7 +58,7 @@ public enum PlaybackCommand: Sendable, Equatable {
     /// The command `message` asks for; ``PlaybackFailure/badRequest(_:)`` saying what is wrong.
     public init(message: ValueDictionary) throws(PlaybackFailure) {
         guard case .string(let name)? = message["command"] else {
-            throw .badRequest("a baton.playback request needs command = state, play, pause, resume, stop, seek, volume or mute")
+            throw .badRequest("a baton.playback request needs command = \(Self.commandList)")
         }
         switch name {
         case "state": self = .state
@@ -73,10 +78,15 @@ public enum PlaybackCommand: Sendable, Equatable {
             self = .volume(level)
         case "mute": self = .mute(try Self.bool(message, "muted") ?? true)
         case "play": self = .play(try Self.playRequest(message))
+        case "watch": self = .watch
+        case "unwatch": self = .unwatch
         default:
-            throw .badRequest("unknown command \"\(name)\": use state, play, pause, resume, stop, seek, volume or mute")
+            throw .badRequest("unknown command \"\(name)\": use \(Self.commandList)")
         }
     }
+
+    /// The commands, as errors list them.
+    static let commandList = "state, play, pause, resume, stop, seek, volume, mute, watch or unwatch"
 
     /// The request as a message.
     public var message: ValueDictionary {
@@ -89,6 +99,8 @@ public enum PlaybackCommand: Sendable, Equatable {
         case .seekBy(let offset): ["command": "seek", "by": .double(offset)]
         case .volume(let level): ["command": "volume", "level": .double(level)]
         case .mute(let muted): ["command": "mute", "muted": .bool(muted)]
+        case .watch: ["command": "watch"]
+        case .unwatch: ["command": "unwatch"]
         case .play(let request):
             {
                 var message: ValueDictionary = [

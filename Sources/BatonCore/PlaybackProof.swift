@@ -13,11 +13,17 @@ public struct PlaybackProof: Sendable, Equatable {
     /// How fast the position advanced across two readings (1 is real time); nil when it was
     /// asked to stay paused.
     public var rate: Double?
+    /// The player's position granularity and seek latency, in seconds, as in
+    /// ``PlaybackState``; nil when it does not say.
+    public var positionGranularity: Double?
+    public var seekLatency: Double?
 
-    public init(position: Double, at: Date, rate: Double?) {
+    public init(position: Double, at: Date, rate: Double?, positionGranularity: Double? = nil, seekLatency: Double? = nil) {
         self.position = position
         self.at = at
         self.rate = rate
+        self.positionGranularity = positionGranularity
+        self.seekLatency = seekLatency
     }
 }
 

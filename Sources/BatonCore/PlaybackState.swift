@@ -25,10 +25,18 @@ public struct PlaybackState: Sendable, Equatable {
     public var index: Int?
     /// When ``position`` was read: the middle of the round trip that read it.
     public var at: Date
+    /// How far apart the positions the player reports are, in seconds (mpv with a null output
+    /// moves in steps of 50–100 ms, Kodi of 10 ms): one reading lags by up to this much. Nil
+    /// when the player does not say.
+    public var positionGranularity: Double?
+    /// How long a seek takes the player, in seconds, from the request to playing from where it
+    /// landed (mpv ~10 ms, Kodi ~1 s). Nil when the player does not say.
+    public var seekLatency: Double?
 
     public init(
         uri: String? = nil, title: String? = nil, position: Double? = nil, duration: Double? = nil, paused: Bool = true,
-        rate: Double = 1, volume: Double? = nil, queue: [String] = [], index: Int? = nil, at: Date
+        rate: Double = 1, volume: Double? = nil, queue: [String] = [], index: Int? = nil, at: Date,
+        positionGranularity: Double? = nil, seekLatency: Double? = nil
     ) {
         self.uri = uri
         self.title = title
@@ -40,6 +48,8 @@ public struct PlaybackState: Sendable, Equatable {
         self.queue = queue
         self.index = index
         self.at = at
+        self.positionGranularity = positionGranularity
+        self.seekLatency = seekLatency
     }
 
     /// Whether something is loaded and advancing.

@@ -6,7 +6,7 @@ public enum BatonModules {
     public static func standard(network: DeviceAccess.Options = DeviceAccess.Options(), runID: String? = nil) -> [any LuaModule] {
         let access = DeviceAccess(options: network)
         let locks = runID.map { LockModule(runID: $0) } ?? LockModule()
-        return core() + [locks, BatchModule(), ClientModule(access: access), DiscoveryModule(access: access)]
+        return core() + [locks, BatchModule(), ClientModule(access: access), DiscoveryModule(access: access), PlayerModule()]
     }
 
     /// The modules that need nothing outside the process: tasks and timers, message values,

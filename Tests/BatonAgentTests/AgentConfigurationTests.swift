@@ -1,4 +1,4 @@
-import BatonAgent
+@testable import BatonAgent
 import BatonCore
 import Testing
 
@@ -44,8 +44,8 @@ struct AgentConfigurationTests {
         ("app{ id = 'a', services = { s = 'not a function' } }", "agent.lua:1: app: services must map service names to functions, got a string"),
         ("app{ id = 'a', schemes = {1} , run = {'x'} }", "agent.lua:1: app: schemes[1] must be a string, got number"),
         ("app{ id = 'a', attributes = { list = {1, 'x'} } }", "agent.lua:1: app: attributes.list[2]: expected number like list[1], got string"),
-        ("app{ id = 'a', player = { backend = 'vlc' } }", "agent.lua:1: app a: player: backend must be \"mpv\" or \"mpd\", got \"vlc\""),
-        ("app{ id = 'a', player = {} }", "agent.lua:1: app a: player: backend must be \"mpv\" or \"mpd\", got nothing"),
+        ("app{ id = 'a', player = { backend = 'vlc' } }", "agent.lua:1: app a: player: backend must be one of \"mpv\", \"mpd\", got \"vlc\""),
+        ("app{ id = 'a', player = {} }", "agent.lua:1: app a: player: backend must be one of \"mpv\", \"mpd\", got nothing"),
         ("app{ id = 'a', player = { backend = 'mpv', sockett = '/x' } }", "agent.lua:1: app a: player: unknown field 'sockett' (fields: args, backend, executable, on_stop, socket)"),
         ("app{ id = 'a', player = { backend = 'mpv', args = {1} } }", "agent.lua:1: app a: player: args must be a list of strings"),
         ("app{ id = 'a', player = { backend = 'mpv', socket = '/' .. string.rep('s', 120) } }", "agent.lua:1: app a: player: socket path is too long for a Unix socket (at most 100 bytes)"),
@@ -72,7 +72,8 @@ struct AgentConfigurationTests {
         defer { agent.stop() }
         let app = try #require(agent.configuration.app("org.example.music"))
         #expect(app.info.services == ["baton.playback", "ping"])
-        #expect(app.player == .mpd(host: "127.0.0.1", port: 1, musicDirectory: "/srv/music", timeout: 5.5))
+        let mpd = try #require(app.player?.backend as? MPDBackend, "the player is \(app.player?.kind ?? "none")")
+        #expect(mpd.address.host == "127.0.0.1" && mpd.address.port == 1 && mpd.musicDirectory == "/srv/music" && mpd.timeout == 5.5)
         guard case .player = app.launch else { Issue.record("launch is \(app.launch), not the player"); return }
         // The channel opens whether or not MPD answers yet: the player is reached when asked.
         #expect(agent.openStatus(app: "org.example.music", service: "baton.playback").0 == .success)

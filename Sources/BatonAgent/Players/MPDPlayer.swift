@@ -24,6 +24,17 @@ final class MPDPlayer: Player, @unchecked Sendable {
     private var connecting: EventLoopFuture<MPDConnection>?
     /// The volume before a muted play, to give back when unmuted.
     private var unmutedVolume: Int?
+    /// Who hears MPD's changes (``watch(_:)``), and whether a connection waits in `idle` for them.
+    let watchers = PlayerWatchers()
+    var idling = false
+    var idleConnection: MPDConnection?
+    var changes = MPDChangeTracker()
+    /// Set at shutdown: no more waiting for changes.
+    var stopping = false
+
+    /// MPD's `elapsed` has milliseconds and moves with its output's buffer; a seek answers
+    /// once MPD plays from there.
+    static let timing = PlayerTiming(granularity: 0.05, seekLatency: 0.01)
 
     init(host: String, port: Int, musicDirectory: String?, on eventLoop: any EventLoop, logger: Logger) {
         self.host = host
@@ -59,6 +70,7 @@ final class MPDPlayer: Player, @unchecked Sendable {
     func state() -> EventLoopFuture<PlaybackState> {
         eventLoop.flatSubmit { [self] in
             connect().flatMap { [musicDirectory] in $0.state(musicDirectory: musicDirectory) }
+                .map { $0.stating(Self.timing) }
                 .flatMapErrorThrowing { error in throw PlaybackFailure.player("MPD", error) }
         }
     }
@@ -105,6 +117,7 @@ final class MPDPlayer: Player, @unchecked Sendable {
                     return EventLoopFuture.andAllSucceed(commands, on: self.eventLoop)
                         .flatMapErrorThrowing { error in throw PlaybackFailure.player("MPD would not start \(request.uri) at \(start)", error) }
                         .flatMap { self.prove(id: id, request: request, on: mpd) }
+                        .map { $0.stating(Self.timing) }
                 }
             }
         }
@@ -172,7 +185,7 @@ final class MPDPlayer: Player, @unchecked Sendable {
                 unmutedVolume = Int(level.rounded())
                 line = "setvol \(Int(level.rounded()))"
             case .mute(let muted): line = "setvol \(muted ? 0 : unmutedVolume ?? 100)"
-            case .state, .play: return eventLoop.makeFailedFuture(PlaybackFailure.badRequest("not a control command"))
+            case .state, .play, .watch, .unwatch: return eventLoop.makeFailedFuture(PlaybackFailure.badRequest("not a control command"))
             }
             return connect().flatMap { $0.command(line) }.map { _ in }
                 .flatMapErrorThrowing { error in throw PlaybackFailure.player("MPD", error) }
@@ -181,6 +194,8 @@ final class MPDPlayer: Player, @unchecked Sendable {
 
     func shutdown() -> EventLoopFuture<Void> {
         eventLoop.submit { [self] in
+            stopping = true
+            idleConnection?.close()
             connection?.close()
             connection = nil
         }

@@ -28,6 +28,12 @@ final class MPVPlayer: Player, @unchecked Sendable {
     /// 0.2 s once a connection has lasted a minute.
     private var restartPause: TimeAmount = .milliseconds(200)
     private var connectedAt = NIODeadline.now()
+    /// Who hears mpv's changes (``watch(_:)``), across its connections.
+    private let watchers = PlayerWatchers()
+
+    /// mpv's `time-pos` moves in steps of 50–100 ms with a null output; a seek answers once
+    /// mpv plays from where it landed (4–34 ms from the command).
+    static let timing = PlayerTiming(granularity: 0.1, seekLatency: 0.01)
 
     init(socket: String, arguments: [String], executable: String = "mpv", on eventLoop: any EventLoop, logger: Logger) {
         self.socket = socket
@@ -79,9 +85,29 @@ final class MPVPlayer: Player, @unchecked Sendable {
                 guard let self, let opened else { return }
                 lost(opened, reason)
             }
+            observe(opened)
             if stopping { opened.close() }
         }
         return made.flatMapErrorThrowing { error in throw PlaybackFailure.player("mpv is not available", error) }
+    }
+
+    /// Hears `connection`'s events for the watchers: its file events, and the properties
+    /// observed for them.
+    private func observe(_ connection: MPVConnection) {
+        var tracker = MPVChangeTracker()
+        _ = connection.watchEvents { [watchers] event in
+            if let change = tracker.take(event) { watchers.tell(change) }
+        }
+        for (id, name) in [(MPVChangeTracker.pauseObservation, "pause"), (MPVChangeTracker.idleObservation, "idle-active")] {
+            connection.command(.array([.string("observe_property"), .int(id), .string(name)])).whenFailure { [logger] error in
+                logger.notice("mpv does not report \(name) changes", metadata: ["reason": "\(error)"])
+            }
+        }
+    }
+
+    func watch(_ handler: @escaping (PlayerChange) -> Void) -> () -> Void {
+        eventLoop.preconditionInEventLoop()
+        return watchers.add(handler)
     }
 
     /// mpv went away: connect again (starting a new one) after a pause, unless stopping.
@@ -115,7 +141,7 @@ final class MPVPlayer: Player, @unchecked Sendable {
 
     func state() -> EventLoopFuture<PlaybackState> {
         eventLoop.flatSubmit { [self] in
-            connect().flatMap { $0.state() }.flatMapErrorThrowing { error in throw PlaybackFailure.player("mpv", error) }
+            connect().flatMap { $0.state() }.map { $0.stating(Self.timing) }.flatMapErrorThrowing { error in throw PlaybackFailure.player("mpv", error) }
         }
     }
 
@@ -127,7 +153,7 @@ final class MPVPlayer: Player, @unchecked Sendable {
                 return EventLoopFuture.andAllSucceed(setup, on: self.eventLoop)
                     .flatMapErrorThrowing { error in throw PlaybackFailure.player("mpv refused the volume", error) }
                     .flatMap { mpv.play(request.uri, from: request.position, paused: request.paused) }
-                    .flatMap { proof in self.queue(request, on: mpv).map { proof } }
+                    .flatMap { proof in self.queue(request, on: mpv).map { proof.stating(Self.timing) } }
             }
         }
     }
@@ -156,7 +182,7 @@ final class MPVPlayer: Player, @unchecked Sendable {
         case .seekBy(let offset): arguments = .array([.string("seek"), .double(offset), .string("relative+exact")])
         case .volume(let level): arguments = .array([.string("set_property"), .string("volume"), .double(level)])
         case .mute(let muted): arguments = .array([.string("set_property"), .string("mute"), .bool(muted)])
-        case .state, .play: return eventLoop.makeFailedFuture(PlaybackFailure.badRequest("not a control command"))
+        case .state, .play, .watch, .unwatch: return eventLoop.makeFailedFuture(PlaybackFailure.badRequest("not a control command"))
         }
         // A seek is answered once mpv plays from where it landed, so the state that answers it is true.
         let seeks = if case .seek = command { true } else if case .seekBy = command { true } else { false }

@@ -6,10 +6,22 @@ import NIOCore
 /// `baton.playback` for an app backed by a ``Player``: reads the request's command, checks
 /// that a file to play can be read here, drives the player, and answers: the proof for
 /// `play`, the state after any other command, or `error` and `detail` (a ``PlaybackFailure``)
-/// with the response status `success`, since the service did answer.
-enum PlaybackService {
-    /// The answer to `message`.
-    static func serve(_ message: ValueDictionary, player: any Player, on eventLoop: any EventLoop) -> EventLoopFuture<ServiceReply> {
+/// with the response status `success`, since the service did answer. A channel that asked to
+/// `watch` is sent each ``PlayerChange`` with the state after it. Confined to the player's loop.
+final class PlaybackService: NativeService, @unchecked Sendable {
+    let player: any Player
+    var eventLoop: any EventLoop { player.eventLoop }
+    /// How long a change sent to a watcher waits for its answer (the answer is not needed;
+    /// the deadline keeps a caller that never answers from holding requests open).
+    static let pushTimeout: TimeAmount = .seconds(5)
+    /// The channels that watch, and how to stop telling each.
+    private var watching: [ObjectIdentifier: () -> Void] = [:]
+
+    init(player: any Player) {
+        self.player = player
+    }
+
+    func serve(_ message: ValueDictionary, from channel: NativeChannel) -> EventLoopFuture<ServiceReply> {
         let answer: EventLoopFuture<ValueDictionary>
         do {
             let command = try PlaybackCommand(message: message)
@@ -17,16 +29,43 @@ enum PlaybackService {
             case .state:
                 answer = player.state().map(\.message)
             case .play(let request):
-                try checkReadable(request.uri)
+                try Self.checkReadable(request.uri)
                 answer = player.play(request).map(\.message)
             case .pause, .resume, .stop, .seek, .seekBy, .volume, .mute:
-                answer = player.control(command).flatMap { player.state() }.map(\.message)
+                answer = player.control(command).flatMap { [player] in player.state() }.map(\.message)
+            case .watch:
+                watch(channel)
+                answer = player.state().map(\.message)
+            case .unwatch:
+                watching.removeValue(forKey: ObjectIdentifier(channel))?()
+                answer = player.state().map(\.message)
             }
         } catch {
             answer = eventLoop.makeFailedFuture(error)
         }
         return answer.hop(to: eventLoop).map(ServiceReply.success).recover { error in
             .success((error as? PlaybackFailure ?? .player(ErrorWords.of(error))).message)
+        }
+    }
+
+    func closed(_ channel: NativeChannel) {
+        watching.removeValue(forKey: ObjectIdentifier(channel))?()
+    }
+
+    /// Tells `channel` each change from now on (once, however often it asks).
+    private func watch(_ channel: NativeChannel) {
+        let key = ObjectIdentifier(channel)
+        guard watching[key] == nil else { return }
+        watching[key] = player.watch { [self, player] change in
+            // The state after the change, read now; one the player cannot give is sent as
+            // nothing but the date.
+            player.state().whenComplete { result in
+                let state = (try? result.get()) ?? PlaybackState(at: Date())
+                channel.send(change.message(state: state), Self.pushTimeout).hop(to: self.eventLoop).whenSuccess { reply in
+                    // A channel gone without word (its connection dropped) is watched no more.
+                    if reply.status == .appServiceConnectionClosed { self.closed(channel) }
+                }
+            }
         }
     }
 

@@ -15,16 +15,35 @@ public protocol Player: AnyObject, Sendable {
     func start()
     /// Lets the player go: one the agent started is stopped, one it attached to is left playing.
     func shutdown() -> EventLoopFuture<Void>
+    /// Tells `handler` each change the player's own events report, on the player's loop,
+    /// until the returned stop is called (on that loop too); across reconnections. Call on
+    /// the player's loop.
+    func watch(_ handler: @escaping (PlayerChange) -> Void) -> () -> Void
+    /// The loop the player lives on.
+    var eventLoop: any EventLoop { get }
 }
 
-/// How an app's player is configured (`player = {...}` in agent.lua).
-public enum PlayerConfiguration: Sendable, Equatable {
-    /// mpv over its JSON IPC at `socket` (nil: a path of the agent's own); attached to when one
-    /// listens there, else started with `arguments` added.
-    case mpv(socket: String?, arguments: [String], executable: String)
-    /// A running MPD at `host`:`port` whose music directory is `musicDirectory`; a command
-    /// waits `timeout` seconds at most for its answer.
-    case mpd(host: String, port: Int, musicDirectory: String?, timeout: Double = 2)
+/// Who hears a player's changes (see ``Player/watch(_:)``): handlers by token, confined to the
+/// player's loop.
+final class PlayerWatchers {
+    private var handlers: [Int: (PlayerChange) -> Void] = [:]
+    private var next = 0
+
+    /// Whether anyone listens (a player may skip reading its events when nobody does).
+    var isEmpty: Bool { handlers.isEmpty }
+
+    /// Adds `handler`; the answer removes it.
+    func add(_ handler: @escaping (PlayerChange) -> Void) -> () -> Void {
+        let token = next
+        next += 1
+        handlers[token] = handler
+        return { [weak self] in self?.handlers[token] = nil }
+    }
+
+    /// Tells every handler `change`.
+    func tell(_ change: PlayerChange) {
+        for handler in handlers.values { handler(change) }
+    }
 }
 
 extension PlaybackFailure {
@@ -32,5 +51,32 @@ extension PlaybackFailure {
     static func player(_ what: String, _ error: any Error) -> PlaybackFailure {
         if let failure = error as? PlaybackFailure { return failure }
         return .player("\(what): \(ErrorWords.of(error))")
+    }
+}
+
+/// How finely a player reports its position and how long its seeks take, in seconds: what
+/// its state and proof say (see ``PlaybackState/positionGranularity``).
+struct PlayerTiming: Sendable {
+    var granularity: Double
+    var seekLatency: Double
+}
+
+extension PlaybackState {
+    /// The state, saying `timing`.
+    func stating(_ timing: PlayerTiming) -> PlaybackState {
+        var state = self
+        state.positionGranularity = timing.granularity
+        state.seekLatency = timing.seekLatency
+        return state
+    }
+}
+
+extension PlaybackProof {
+    /// The proof, saying `timing`.
+    func stating(_ timing: PlayerTiming) -> PlaybackProof {
+        var proof = self
+        proof.positionGranularity = timing.granularity
+        proof.seekLatency = timing.seekLatency
+        return proof
     }
 }
