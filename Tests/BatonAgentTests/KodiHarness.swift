@@ -77,8 +77,11 @@ final class RunningKodi: @unchecked Sendable {
                 guard Date() < deadline else { throw KodiError.closed("pulseaudio made no socket within 20 s: \(kodi?.log("pulse.log") ?? "")") }
                 try await Task.sleep(for: .milliseconds(50))
             }
+            // Kodi's own script asks for unlimited core dumps (when gdb is there), and a Kodi
+            // that is stopped while it starts can crash: no core, and in the folder if any.
             let xvfb = try spawnInGroup(
-                ["xvfb-run", "-a", "kodi", "--standalone", "--windowing=x11"], group: pulse,
+                ["sh", "-c", #"cd "$0" && ulimit -c 0 && ulimit -Hc 0 && exec xvfb-run -a kodi --standalone --windowing=x11"#, directory],
+                group: pulse,
                 environment: environment + ["KODI_AE_SINK=PULSE", "PULSE_SERVER=unix:" + socket], output: directory + "/kodi.out")
             kodi = RunningKodi(directory: directory, port: port, media: media, group: pulse, children: [pulse, xvfb])
             try await kodi?.waitUntilListening(within: 60)
@@ -118,8 +121,22 @@ final class RunningKodi: @unchecked Sendable {
         await reap()
     }
 
-    /// Stops the group (SIGTERM, SIGKILL after 5 s), and removes the folder (and the media).
+    /// Stops the group: Kodi asked to quit (`Application.Quit`; up to 10 s for it to be gone),
+    /// then SIGTERM to all, SIGKILL after 5 s; and removes the folder (and the media).
     func stop() async {
+        try? await withLoop { loop in
+            guard let connection = try? await KodiConnection.connect(host: "127.0.0.1", port: port, on: loop, timeout: .seconds(2)).get() else { return }
+            _ = try? await connection.call("Application.Quit", timeout: .seconds(2)).get()
+            connection.close()
+            // xvfb-run ends with its Kodi.
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline, let xvfb = children.dropFirst().first {
+                var status: Int32 = 0
+                let got = waitpid(xvfb, &status, WNOHANG)
+                if got == xvfb || got < 0 { break }
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
         _ = Glibc.kill(-group, SIGTERM)
         let deadline = Date().addingTimeInterval(5)
         while Date() < deadline, Glibc.kill(-group, 0) == 0 {

@@ -31,45 +31,52 @@ struct KodiFramer {
     /// - Throws: ``Failure`` when the stream holds something other than objects, or an object
     ///   longer than ``maxObjectBytes``.
     mutating func nextObject() throws(Failure) -> ByteBuffer? {
-        var offset = scanned
-        while offset < bytes.readableBytes {
-            let byte = bytes.getInteger(at: bytes.readerIndex + offset, as: UInt8.self) ?? 0
-            offset += 1
-            if depth == 0 {
-                switch byte {
-                case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"):
-                    // Whitespace between objects: let it go.
-                    bytes.moveReaderIndex(forwardBy: 1)
-                    offset = 0
-                case UInt8(ascii: "{"):
-                    depth = 1
-                default:
-                    throw .notAnObject(byte)
-                }
-            } else if inString {
-                if escaped {
-                    escaped = false
-                } else if byte == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if byte == UInt8(ascii: "\"") {
-                    inString = false
-                }
-            } else {
-                switch byte {
-                case UInt8(ascii: "\""): inString = true
-                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
-                case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
-                default: break
-                }
-                if depth == 0 {
-                    scanned = 0
-                    return bytes.readSlice(length: offset)
-                }
-            }
-            guard offset <= Self.maxObjectBytes else { throw .tooLong }
+        // Whitespace between objects is let go of first.
+        let blank = bytes.withUnsafeReadableBytes { raw in
+            scanned > 0 ? 0 : raw.prefix { [0x20, 0x0A, 0x0D, 0x09].contains($0) }.count
         }
-        scanned = offset
-        return nil
+        bytes.moveReaderIndex(forwardBy: blank)
+        var state = (depth: depth, inString: inString, escaped: escaped)
+        let scan: Result<Int?, Failure> = bytes.withUnsafeReadableBytes { raw in
+            var offset = scanned
+            while offset < raw.count {
+                let byte = raw[offset]
+                offset += 1
+                if state.depth == 0 {
+                    guard byte == UInt8(ascii: "{") else { return .failure(.notAnObject(byte)) }
+                    state.depth = 1
+                } else if state.inString {
+                    if state.escaped {
+                        state.escaped = false
+                    } else if byte == UInt8(ascii: "\\") {
+                        state.escaped = true
+                    } else if byte == UInt8(ascii: "\"") {
+                        state.inString = false
+                    }
+                } else {
+                    switch byte {
+                    case UInt8(ascii: "\""): state.inString = true
+                    case UInt8(ascii: "{"), UInt8(ascii: "["): state.depth += 1
+                    case UInt8(ascii: "}"), UInt8(ascii: "]"): state.depth -= 1
+                    default: break
+                    }
+                    if state.depth == 0 { return .success(offset) }
+                }
+                guard offset <= Self.maxObjectBytes else { return .failure(.tooLong) }
+            }
+            return .success(nil)
+        }
+        (depth, inString, escaped) = state
+        switch scan {
+        case .failure(let failure):
+            throw failure
+        case .success(let length?):
+            scanned = 0
+            return bytes.readSlice(length: length)
+        case .success(nil):
+            scanned = bytes.readableBytes
+            return nil
+        }
     }
 
     /// Lets go of the objects read.

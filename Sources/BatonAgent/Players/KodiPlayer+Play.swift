@@ -30,8 +30,8 @@ extension KodiPlayer {
     /// resume at its position, ``startLead`` later (Kodi begins that much before), with the
     /// volume and mute asked; waits for `Player.OnAVStart`; measures where it started (its
     /// readings against the asked position advanced from that instant), learns the lead from
-    /// it and, when still further off than ``precision``, seeks once to where it should be once
-    /// the seek's stall is over. A paused request plays from ``leadIn`` before, muted, and is
+    /// it and, when still further off than ``precision``, seeks to where it should be once the
+    /// seek's stall is over (``correctiveSeeks`` times at most). A paused request plays from ``leadIn`` before, muted, and is
     /// paused at its position (``pause(at:player:on:tries:)``). The proof is two readings
     /// ``settle`` apart that advance at about real speed, or for a paused request where it holds.
     ///
@@ -62,7 +62,8 @@ extension KodiPlayer {
         if let volume = request.volume {
             setup.append(kodi.call("Application.SetVolume", .object([JSON.Member("volume", .int(Int64(volume.rounded())))])))
         }
-        let resume = JSON.Member("options", .object([JSON.Member("resume", KodiTime.json(startAt + startLead))]))
+        let lead = startLead
+        let resume = JSON.Member("options", .object([JSON.Member("resume", KodiTime.json(startAt + lead))]))
         let opened = EventLoopFuture.andAllSucceed(setup, on: eventLoop)
             .flatMapErrorThrowing { error in throw PlaybackFailure.player("Kodi refused the volume", error) }
             .flatMap { () -> EventLoopFuture<JSON> in
@@ -98,9 +99,7 @@ extension KodiPlayer {
             }
             .flatMap { id, startedAt in
                 self.error(player: id, from: startAt, at: startedAt, on: kodi).flatMap { error in
-                    // Each start's lead differs by some ±50 ms: half of the news is taken.
-                    let lead = self.startLead - error / 2
-                    if (0...3).contains(lead) { self.startLead = lead }
+                    self.startLeads.add(lead - error)
                     self.logger.debug("Kodi started", metadata: [
                         "off by": "\(String(format: "%.3f", error))", "lead now": "\(String(format: "%.3f", self.startLead))",
                     ])
@@ -112,16 +111,8 @@ extension KodiPlayer {
                             return unmute.map { _ in PlaybackProof(position: held.seconds, at: held.at, rate: nil) }
                         }
                     }
-                    let corrected: EventLoopFuture<Void>
-                    if abs(error) > Self.precision {
-                        // Where it should be once the seek's stall is over.
-                        let aim = startAt + Date().timeIntervalSince(startedAt) + self.seekStall
-                        corrected = self.seekPlaying(to: aim, player: id, on: kodi)
-                    } else {
-                        corrected = self.eventLoop.makeSucceededVoidFuture()
-                    }
+                    let corrected = self.correct(error, player: id, from: startAt, at: startedAt, on: kodi, seeks: Self.correctiveSeeks)
                     return corrected
-                        .flatMap { self.error(player: id, from: startAt, at: startedAt, on: kodi) }
                         .flatMap { error in
                             self.lastStart = KodiStart(position: startAt, at: startedAt, error: error)
                             return self.prove(uri, player: id, watch: watch, on: kodi)
@@ -129,6 +120,26 @@ extension KodiPlayer {
                 }
             }
             .always { _ in stop() }
+    }
+
+    /// Corrective seeks after a start, at most: one, and a second when the first landed off too
+    /// (a cold or loaded Kodi's first seeks stall longer than it will later).
+    static let correctiveSeeks = 2
+
+    /// While `error` (how far Kodi is from `position` advanced from `instant`) is over
+    /// ``precision``, seeks to where it should be once the seek's stall is over, `seeks` times
+    /// at most; answers the error it is left with.
+    private func correct(
+        _ error: Double, player id: Int64, from position: Double, at instant: Date, on kodi: KodiConnection, seeks: Int
+    ) -> EventLoopFuture<Double> {
+        guard abs(error) > Self.precision, seeks > 0 else { return eventLoop.makeSucceededFuture(error) }
+        let aim = position + Date().timeIntervalSince(instant) + seekStall
+        return seekPlaying(to: aim, player: id, on: kodi)
+            .flatMap { self.error(player: id, from: position, at: instant, on: kodi) }
+            .flatMap { left in
+                self.logger.debug("Kodi corrected", metadata: ["off by": "\(String(format: "%.3f", left))"])
+                return self.correct(left, player: id, from: position, at: instant, on: kodi, seeks: seeks - 1)
+            }
     }
 
     /// How far Kodi's player `id` is from `position` advanced from `instant`: the middle one of

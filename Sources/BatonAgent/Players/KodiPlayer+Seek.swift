@@ -128,9 +128,8 @@ extension KodiPlayer {
             // Past the first jumps: where it plays says how long it held still.
             return self.eventLoop.flatScheduleTask(in: .milliseconds(200)) { self.position(player: id, on: kodi) }.futureResult.map { now in
                 let stall = target - (now.reading.seconds - now.reading.at.timeIntervalSince(sent))
-                guard now.speed != 0, (0...3).contains(stall) else { return }
-                // Each seek's stall differs by some ±50 ms: half of the news is taken.
-                self.seekStall = (self.seekStall + stall) / 2
+                guard now.speed != 0 else { return }
+                self.seekStalls.add(stall)
                 self.logger.debug("Kodi's seek stall", metadata: ["seconds": "\(String(format: "%.3f", stall))"])
             }
         }
@@ -169,7 +168,7 @@ extension KodiPlayer {
                         }
                 }.futureResult.flatMap { held, sentAt in
                     let overshoot = held.seconds - (line + sentAt.timeIntervalSince1970)
-                    if (0...1.5).contains(overshoot) { self.pauseOvershoot = (self.pauseOvershoot + overshoot) / 2 }
+                    self.pauseOvershoots.add(overshoot)
                     guard abs(held.seconds - target) > Self.precision, tries > 1 else { return self.eventLoop.makeSucceededFuture(held) }
                     self.logger.debug("Kodi paused off its mark; again", metadata: ["target": "\(target)", "held": "\(held.seconds)"])
                     return self.seekPlaying(to: max(0, target - Self.leadIn), player: id, on: kodi, learn: false)

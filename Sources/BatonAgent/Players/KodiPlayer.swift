@@ -32,13 +32,16 @@ final class KodiPlayer: Player, @unchecked Sendable {
 
     /// How far before the asked position Kodi begins, in seconds: asked for P it plays as if it
     /// had started at P − lead when it said `Player.OnAVStart`. Learned from each start.
-    var startLead = 0.85
+    var startLead: Double { startLeads.value }
     /// How long a seek holds Kodi still before it plays on, in seconds: sought to X at t, it
     /// plays as if it had been at X − stall at t. Learned from each seek.
-    var seekStall = 1.05
+    var seekStall: Double { seekStalls.value }
     /// How much further than where it was when asked Kodi's position ends after a pause, in
     /// seconds. Learned from each positioned pause.
-    var pauseOvershoot = 0.4
+    var pauseOvershoot: Double { pauseOvershoots.value }
+    var startLeads = Learned(0.85, in: 0...3)
+    var seekStalls = Learned(1.05, in: 0.2...3)
+    var pauseOvershoots = Learned(0.4, in: 0...1.5)
     /// The last start play made: the position asked, the instant Kodi said it started, and the
     /// error it was left with (what the player measured on its own readings).
     var lastStart: KodiStart?
@@ -250,6 +253,33 @@ final class KodiPlayer: Player, @unchecked Sendable {
             connection?.close()
             connection = nil
         }
+    }
+}
+
+/// A figure of Kodi's timing learned from what it did: the median of the last five
+/// measures (one start or seek on a cold or loaded Kodi can be off by a few tenths), the
+/// first guess until one is made. Measures outside `range` are not believed.
+struct Learned: Sendable {
+    private(set) var measures: [Double] = []
+    let guess: Double
+    let range: ClosedRange<Double>
+
+    init(_ guess: Double, in range: ClosedRange<Double>) {
+        self.guess = guess
+        self.range = range
+    }
+
+    /// The median of the measures, or the guess.
+    var value: Double {
+        guard !measures.isEmpty else { return guess }
+        let sorted = measures.sorted()
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
+
+    mutating func add(_ measure: Double) {
+        guard range.contains(measure) else { return }
+        measures.append(measure)
+        if measures.count > 5 { measures.removeFirst() }
     }
 }
 
