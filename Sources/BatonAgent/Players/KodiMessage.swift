@@ -47,6 +47,7 @@ public struct KodiNotification: Sendable, Equatable {
     /// `time`); `end` for `Player.OnStop`.
     public let data: JSON
 
+    /// The notification `method` saying `data`.
     public init(method: String, data: JSON) {
         self.method = method
         self.data = data

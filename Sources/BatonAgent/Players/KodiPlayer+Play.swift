@@ -122,9 +122,11 @@ extension KodiPlayer {
             .always { _ in stop() }
     }
 
-    /// Corrective seeks after a start, at most: one, and a second when the first landed off too
-    /// (a cold or loaded Kodi's first seeks stall longer than it will later).
-    static let correctiveSeeks = 2
+    /// Corrective seeks after a start, at most. One is aimed past the learned stall, but each
+    /// seek's stall differs by some ±70 ms (its output's buffer), and a cold or loaded Kodi's
+    /// first ones stall longer: one that lands further off than ``precision`` is followed by
+    /// another.
+    static let correctiveSeeks = 3
 
     /// While `error` (how far Kodi is from `position` advanced from `instant`) is over
     /// ``precision``, seeks to where it should be once the seek's stall is over, `seeks` times

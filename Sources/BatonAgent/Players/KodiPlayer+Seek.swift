@@ -49,7 +49,7 @@ extension KodiPlayer {
     }
 
     /// `count` readings of a paused player, 20 ms apart; nil when it plays.
-    private func samples(_ count: Int, player id: Int64, on kodi: KodiConnection) -> EventLoopFuture<[PositionReading]> {
+    func samples(_ count: Int, player id: Int64, on kodi: KodiConnection) -> EventLoopFuture<[PositionReading]> {
         position(player: id, on: kodi).flatMap { first in
             guard count > 1 else { return self.eventLoop.makeSucceededFuture([first.reading]) }
             return self.eventLoop.flatScheduleTask(in: .milliseconds(20)) {

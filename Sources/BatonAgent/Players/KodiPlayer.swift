@@ -145,7 +145,7 @@ final class KodiPlayer: Player, @unchecked Sendable {
 
     func state() -> EventLoopFuture<PlaybackState> {
         eventLoop.flatSubmit { [self] in
-            connect().flatMap { self.read(on: $0) }
+            connect().flatMap { kodi in self.read(on: kodi).flatMap { self.held($0, on: kodi) } }
                 .map { $0.stating(self.timing) }
                 .flatMapErrorThrowing { error in throw PlaybackFailure.player("Kodi", error) }
         }
@@ -195,6 +195,24 @@ final class KodiPlayer: Player, @unchecked Sendable {
                         queue: queue.isEmpty ? (file.map { [$0] } ?? []) : queue, index: queue.isEmpty ? (file == nil ? nil : 0) : index,
                         at: asked.addingTimeInterval(answered.timeIntervalSince(asked) / 2))
                 }
+            }
+        }
+    }
+
+    /// `state` with, when Kodi holds paused, the middle of where it says it is over 100 ms: a
+    /// paused Kodi's time wobbles by some 0.1 s (see ``settled(player:on:)``).
+    private func held(_ state: PlaybackState, on kodi: KodiConnection) -> EventLoopFuture<PlaybackState> {
+        guard state.paused, state.position != nil else { return eventLoop.makeSucceededFuture(state) }
+        return activePlayer(on: kodi).flatMap { id in
+            guard let id else { return self.eventLoop.makeSucceededFuture(state) }
+            return self.samples(6, player: id, on: kodi).map { readings in
+                let positions = readings.map(\.seconds)
+                guard let low = positions.min(), let high = positions.max(), high - low < 0.25,
+                      let first = readings.first, let last = readings.last else { return state }
+                var held = state
+                held.position = (low + high) / 2
+                held.at = first.asked.addingTimeInterval(last.answered.timeIntervalSince(first.asked) / 2)
+                return held
             }
         }
     }
