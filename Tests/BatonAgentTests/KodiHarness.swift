@@ -233,7 +233,7 @@ func suiteKodi() throws -> RunningKodi {
 /// machine starves Kodi), and a connection of the test's own to read Kodi on; both closed after.
 func withKodiPlayer(_ kodi: RunningKodi, _ body: (KodiPlayer, KodiConnection) async throws -> Void) async throws {
     try await withLoop { loop in
-        let player = KodiPlayer(host: "127.0.0.1", port: kodi.port, on: loop, logger: .init(label: "kodi-test"))
+        let player = KodiPlayer(host: "127.0.0.1", port: kodi.port, on: loop, logger: Logger(label: "kodi-test"))
         player.callTimeout = .seconds(20)
         player.startTimeout = .seconds(20)
         let own = try await KodiConnection.connect(host: "127.0.0.1", port: kodi.port, on: loop, timeout: .seconds(20)).get()

@@ -32,9 +32,9 @@ struct KodiTests {
                     try await Task.sleep(for: .milliseconds(30))
                 }
                 let error = errors.sorted()[1]
-                // The player corrects to 50 ms; Kodi lands each corrective seek within some
-                // ±70 ms of its aim (a cold Kodi's first further), and three seeks did not always
-                // get under 50 ms: 70 ms, what a handoff then corrects with its own seeks.
+                // The player corrects to 50 ms by its own readings, in up to five seeks (Kodi
+                // lands each within some ±0.1 s of its aim): 20 ms more for this reading's steps
+                // and for the rare start still off after five.
                 #expect(abs(error) < 0.07, "asked \(position) s: Kodi's own time is \(String(format: "%.3f", error)) s off")
                 let (lead, stall) = try await player.eventLoop.submit { (player.startLead, player.seekStall) }.get()
                 Logger(label: "kodi-test").info("Kodi asked for \(position) s is \(String(format: "%+.3f", error)) s off (the player measured \(String(format: "%+.3f", start.error)) s); its start lead is \(String(format: "%.3f", lead)) s, its seek stall \(String(format: "%.3f", stall)) s")

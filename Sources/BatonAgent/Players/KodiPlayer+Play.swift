@@ -122,11 +122,11 @@ extension KodiPlayer {
             .always { _ in stop() }
     }
 
-    /// Corrective seeks after a start, at most. One is aimed past the learned stall, but each
-    /// seek's stall differs by some ±70 ms (its output's buffer), and a cold or loaded Kodi's
-    /// first ones stall longer: one that lands further off than ``precision`` is followed by
-    /// another.
-    static let correctiveSeeks = 3
+    /// Corrective seeks after a start, at most. Each is aimed past the learned stall, but a
+    /// seek's stall differs from the last by up to ±0.1 s (seemingly the phase of its output's
+    /// 0.1 s buffer), so about half land further off than ``precision``: such a one is followed
+    /// by another (each takes some 0.3 s).
+    static let correctiveSeeks = 5
 
     /// While `error` (how far Kodi is from `position` advanced from `instant`) is over
     /// ``precision``, seeks to where it should be once the seek's stall is over, `seeks` times
