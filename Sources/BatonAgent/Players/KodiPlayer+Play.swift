@@ -31,9 +31,11 @@ extension KodiPlayer {
     /// volume and mute asked; waits for `Player.OnAVStart`; measures where it started (its
     /// readings against the asked position advanced from that instant), learns the lead from
     /// it and, when still further off than ``precision``, seeks to where it should be once the
-    /// seek's stall is over (``correctiveSeeks`` times at most). A paused request plays from ``leadIn`` before, muted, and is
-    /// paused at its position (``pause(at:player:on:tries:)``). The proof is two readings
-    /// ``settle`` apart that advance at about real speed, or for a paused request where it holds.
+    /// seek's stall is over (``correctiveSeeks`` times at most). A paused request plays from
+    /// ``leadIn`` before, muted (unmuted after unless it asks to be muted, also when it fails),
+    /// and is paused at its position (``pause(at:player:on:tries:)``). The proof is two
+    /// readings ``settle`` apart that advance at about real speed, or for a paused request
+    /// where it holds.
     ///
     /// Kodi refuses a file it cannot find (`Invalid params`), and stops at once one it cannot
     /// play (`Player.OnStop` with `end` true after its start): both are
@@ -120,6 +122,13 @@ extension KodiPlayer {
                 }
             }
             .always { _ in stop() }
+            .flatMapError { error in
+                // A paused request muted Kodi to play up to its position: not for ever.
+                guard request.paused, !request.muted else { return self.eventLoop.makeFailedFuture(error) }
+                return kodi.call("Application.SetMute", .object([JSON.Member("mute", .bool(false))]))
+                    .flatMapThrowing { _ in throw error }
+                    .flatMapErrorThrowing { _ in throw error }
+            }
     }
 
     /// Corrective seeks after a start, at most. Each is aimed past the learned stall, but a
