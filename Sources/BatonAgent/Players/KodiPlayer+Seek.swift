@@ -139,9 +139,9 @@ extension KodiPlayer {
     /// Pauses a playing Kodi at `target`: reads where it plays, pauses it just when it will
     /// stop there (less ``pauseOvershoot``, learned from each pause), and reads where it
     /// holds. Kodi's pause lands within some ±60 ms of where it is aimed: one further off than
-    /// ``precision`` is tried again (played from ``leadIn`` before), `tries` times at most.
-    /// Answers where it holds.
-    func pause(at target: Double, player id: Int64, on kodi: KodiConnection, tries: Int = 3) -> EventLoopFuture<PositionReading> {
+    /// ``precision`` is tried again (played from ``leadIn`` before), `tries` times at most
+    /// (each some 1.5 s). Answers where it holds.
+    func pause(at target: Double, player id: Int64, on kodi: KodiConnection, tries: Int = 5) -> EventLoopFuture<PositionReading> {
         position(player: id, on: kodi).flatMap { first in
             self.eventLoop.flatScheduleTask(in: .milliseconds(100)) { self.position(player: id, on: kodi) }.futureResult.flatMap { second in
                 guard second.reading.seconds > first.reading.seconds else {
