@@ -153,7 +153,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             // baton batch's driver, in Lua, compiled in as bytes (as BatonLua's batch.lua).
-            resources: [.embedInCode("Lua/batch-driver.lua")]
+            resources: [.embedInCode("Lua/batch-driver.lua"), .embedInCode("Lua/players-driver.lua")]
         ),
         // Measures the runtime's hot paths for scripts/bench; not installed.
         .executableTarget(

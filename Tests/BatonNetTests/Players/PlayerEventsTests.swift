@@ -112,6 +112,35 @@ struct PlayerEventsTests {
         await tv.stop()
     }
 
+    @Test("baton players: what plays where, as text and JSON; --watch prints the changes mpv makes on its own socket; an unknown device is 68")
+    func playersCommand() async throws {
+        let media = try await Media.make()
+        let tv = try await PlayerAgent.mpv("Players TV")
+        let mpv = try await tv.mpv()
+        _ = try await mpv.command(Self.load(media.sweep, start: 12)).get()
+        _ = await eventually { (try? await mpv.state().get())?.isPlaying == true }
+        let text = try await runBaton(["players", tv.address.description])
+        #expect(text.code == 0, "\(text)")
+        #expect(text.stdout.hasPrefix("Players TV\t\(playerApp)\tplaying\t0:1"), "\(text)")
+        #expect(text.stdout.hasSuffix("/1:00.0\t\(media.sweep)\n"), "\(text)")
+        let json = try await runBaton(["players", tv.address.description, "--json"])
+        let first = json.json()?.arrayValue?.first
+        #expect(first?["app"] == .string(playerApp) && first?["device"]?["name"] == .string("Players TV"), "\(json)")
+        #expect(first?["state"]?["uri"] == .string(media.sweep) && first?["state"]?["paused"] == .bool(false), "\(json)")
+        #expect(first?["state"]?["granularity"] == .double(0.1), "\(json)")
+        let unknown = try await runBaton(["players", "No Such Device", "--no-mdns"])
+        #expect(unknown.code == 68 && unknown.stderr.contains("No Such Device") && !unknown.stderr.contains("traceback"), "\(unknown)")
+
+        let watcher = try RunningScript(command: ["players", tv.address.description, "--watch", "--json"])
+        try await watcher.waitForLine("added") { $0.contains(#""event":"added""#) }
+        try await watcher.after(mpv.command(.array([.string("set_property"), .string("pause"), .bool(true)])), prints: #"{"app":"\#(playerApp)","change":"paused""#)
+        try await watcher.after(mpv.command(.array([.string("seek"), .double(40), .string("absolute")])), prints: #"{"app":"\#(playerApp)","change":"position_jumped""#)
+        watcher.process.signal(SIGTERM)
+        #expect(await watcher.exitCode() == 128 + SIGTERM, "\(watcher.transcript)")
+        mpv.close()
+        await tv.stop()
+    }
+
     @Test("what each bad call gets: a device with no player, an unreachable one, a bad event, a bad argument, a player's own error")
     func badCalls() async throws {
         let tv = try await PlayerAgent.mpv("Errors TV")
@@ -145,11 +174,18 @@ struct RunningScript: Sendable {
     let directory: TemporaryDirectory
 
     init(_ source: String) throws {
-        directory = try TemporaryDirectory("baton-script")
+        let directory = try TemporaryDirectory("baton-script")
         let path = directory.file("script.lua")
         try source.write(toFile: path, atomically: true, encoding: .utf8)
+        try self.init(command: ["run", path], in: directory)
+    }
+
+    /// `baton ARGUMENTS...` in the background.
+    init(command arguments: [String], in directory: TemporaryDirectory? = nil) throws {
+        let directory = try directory ?? TemporaryDirectory("baton-script")
+        self.directory = directory
         process = try ChildProcess(
-            try BatonBinary.get().path, ["run", path], environment: ChildProcess.environment(["XDG_CONFIG_HOME": TestAccount.shared.home.path]),
+            try BatonBinary.get().path, arguments, environment: ChildProcess.environment(["XDG_CONFIG_HOME": TestAccount.shared.home.path]),
             stdout: directory.file("out"), stderr: directory.file("err"))
     }
 
