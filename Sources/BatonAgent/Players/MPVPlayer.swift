@@ -182,7 +182,7 @@ final class MPVPlayer: Player, @unchecked Sendable {
         case .seekBy(let offset): arguments = .array([.string("seek"), .double(offset), .string("relative+exact")])
         case .volume(let level): arguments = .array([.string("set_property"), .string("volume"), .double(level)])
         case .mute(let muted): arguments = .array([.string("set_property"), .string("mute"), .bool(muted)])
-        case .state, .play, .watch, .unwatch: return eventLoop.makeFailedFuture(PlaybackFailure.badRequest("not a control command"))
+        case .state, .play, .watch, .unwatch, .share: return eventLoop.makeFailedFuture(PlaybackFailure.badRequest("not a control command"))
         }
         // A seek is answered once mpv plays from where it landed, so the state that answers it is true.
         let seeks = if case .seek = command { true } else if case .seekBy = command { true } else { false }
