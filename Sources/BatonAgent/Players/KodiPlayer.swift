@@ -55,10 +55,8 @@ final class KodiPlayer: Player, @unchecked Sendable {
     private var connection: KodiConnection?
     private var connecting: EventLoopFuture<KodiConnection>?
     private var stopping = false
-    /// How long to wait before the next try to connect; doubles up to 30 s, and starts again
-    /// from 0.2 s once a connection has lasted a minute.
-    private var reconnectPause: TimeAmount = .milliseconds(200)
-    private var connectedAt = NIODeadline.now()
+    /// How long to wait before the next try to connect (see ``RetryPause``).
+    private var retry = RetryPause()
 
     init(host: String, port: Int, on eventLoop: any EventLoop, logger: Logger) {
         self.host = host
@@ -93,7 +91,7 @@ final class KodiPlayer: Player, @unchecked Sendable {
             if stopping { return opened.close() }
             opened.callTimeout = callTimeout
             connection = opened
-            connectedAt = .now()
+            retry.connected()
             logger.info("attached to Kodi", metadata: ["address": "\(host):\(port)"])
             changes.reset(loaded: false)
             _ = opened.watchNotifications { [weak self] notification in
@@ -114,7 +112,6 @@ final class KodiPlayer: Player, @unchecked Sendable {
     private func lost(_ lost: KodiConnection, _ reason: KodiError) {
         guard connection === lost else { return }
         connection = nil
-        if NIODeadline.now() - connectedAt > .seconds(60) { reconnectPause = .milliseconds(200) }
         logger.warning("lost Kodi; connecting again", metadata: ["address": "\(host):\(port)", "reason": "\(reason)"])
         reconnect()
     }
@@ -122,12 +119,11 @@ final class KodiPlayer: Player, @unchecked Sendable {
     /// Connects again after a pause that grows with each failure, until Kodi answers.
     private func reconnect() {
         guard !stopping else { return }
-        let pause = reconnectPause
-        reconnectPause = min(reconnectPause * 2, .seconds(30))
+        let pause = retry.next()
         eventLoop.scheduleTask(in: pause) { [self] () -> Void in
             guard !stopping, connection == nil else { return }
             connect().whenFailure { [self] error in
-                logger.info("Kodi is still not available", metadata: ["reason": "\(ErrorWords.of(error))", "next try in": "\(reconnectPause.words)"])
+                logger.info("Kodi is still not available", metadata: ["reason": "\(ErrorWords.of(error))", "next try in": "\(retry.following.words)"])
                 reconnect()
             }
         }
@@ -230,7 +226,7 @@ final class KodiPlayer: Player, @unchecked Sendable {
             return kodi.call("Application.SetVolume", .object([JSON.Member("volume", .int(Int64(level.rounded())))])).map { _ in }
         case .mute(let muted):
             return kodi.call("Application.SetMute", .object([JSON.Member("mute", .bool(muted))])).map { _ in }
-        case .state, .play, .watch, .unwatch:
+        case .state, .play, .watch, .unwatch, .share:
             return eventLoop.makeFailedFuture(PlaybackFailure.badRequest("not a control command"))
         case .pause, .resume, .stop, .seek, .seekBy:
             break
