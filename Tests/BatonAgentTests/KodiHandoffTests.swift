@@ -1,0 +1,82 @@
+@testable import BatonAgent
+import BatonClient
+import BatonCore
+import BatonLua
+import BatonNet
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import Testing
+
+/// Handoffs between an agent with a real mpv and an agent fronting a real Kodi (which runs
+/// no agent: the Kodi backend reaches it over JSON-RPC), read on each player's own interface:
+/// Kodi's JSON-RPC and mpv's IPC. Both agents listen on loopback in this process.
+@Suite("Handoffs to and from a real Kodi", .serialized, .withKodi, .timeLimit(.minutes(5)))
+struct KodiHandoffTests {
+    static let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+
+    /// An agent running `config` as a device of its own, listening on loopback.
+    func agent(_ config: String) async throws -> (Agent, DeviceTarget) {
+        let defaults = AgentConfiguration(device: DeviceInfo(id: UUID().uuidString.lowercased(), name: "x", kind: .desktop))
+        let agent = try await Agent.start(config: .string(config, chunkName: "agent.lua"), defaults: defaults, options: RuntimeOptions(), on: Self.group.next()).get()
+        let server = try await agent.listen(host: "127.0.0.1", port: 0, security: .insecure).get()
+        return (agent, DeviceTarget(DeviceAddress(host: "127.0.0.1", port: server.localAddress.port!)))
+    }
+
+    @Test("mpv → Kodi and back: Kodi's own time says it plays on from where mpv stopped, and mpv from where Kodi stopped; each report's error is within its tolerance")
+    func mpvToKodiAndBack() async throws {
+        let kodi = try suiteKodi()
+        let folder = NSTemporaryDirectory() + "baton-kodi-handoff-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let socket = folder + "/mpv.sock"
+        let (phone, phoneTarget) = try await agent("""
+            device{ name = "Phone", kind = "phone" }
+            app{ id = "player", player = { backend = "mpv", socket = "\(socket)", args = {"--ao=null", "--no-video"} } }
+            """)
+        let (tv, tvTarget) = try await agent("""
+            device{ name = "Kodi TV", kind = "tv" }
+            app{ id = "kodi", player = { backend = "kodi", address = "127.0.0.1:\(kodi.port)", timeout = 20 } }
+            """)
+        var options = BatonClient.Options()
+        options.security = .insecure
+        let client = BatonClient(eventLoop: Self.group.next(), options: options)
+        var handoff = HandoffOptions()
+        handoff.timeout = .seconds(60)
+        let play = PlaybackCommand.play(.init(queue: [kodi.media.sweep], position: 10))
+        let played = try await client.send(play.message, to: PlaybackCommand.service, app: "player", on: phoneTarget, timeout: .seconds(20)).get()
+        #expect(played.message.flatMap(PlaybackProof.init(message:)) != nil, "\(played)")
+
+        let there = await client.handoff(from: phoneTarget, to: tvTarget, options: handoff)
+        var back = HandoffReport(status: .cancelled)
+        #expect(there.status == .success, "\(there.message)")
+        #expect(abs(there.positionErrorMs ?? 999) <= 250, "\(there.message)")
+        try await withLoop { loop in
+            let own = try await KodiConnection.connect(host: "127.0.0.1", port: kodi.port, on: loop, timeout: .seconds(20)).get()
+            defer { own.close() }
+            let mpv = try await MPVConnection.connect(path: socket, on: loop, timeout: .seconds(20)).get()
+            defer { mpv.close() }
+            let stopped = try await mpv.state().get()
+            #expect(stopped.paused && stopped.uri == kodi.media.sweep, "\(stopped)")
+            try await expectAdvancing(own)
+            let now = try await kodiTime(own)
+            // Kodi has played on since mpv stopped: at least where mpv stopped.
+            #expect(now.seconds >= (stopped.position ?? 99) - 0.25, "Kodi at \(now.seconds), mpv stopped at \(stopped.position ?? -1)")
+
+            back = await client.handoff(from: tvTarget, to: phoneTarget, options: handoff)
+            #expect(back.status == .success, "\(back.message)")
+            #expect(abs(back.positionErrorMs ?? 999) <= 250, "\(back.message)")
+            let held = try await kodiHeld(own)
+            let playing = try await mpv.state().get()
+            #expect(held.speed == 0, "Kodi's speed \(held.speed): not paused")
+            #expect(!playing.paused && (playing.position ?? 0) >= held.seconds - 0.25, "mpv \(playing), Kodi held at \(held.seconds)")
+        }
+        // The figures, for the record: what a handoff to Kodi costs and how close it lands.
+        for (name, report) in [("mpv → Kodi", there), ("Kodi → mpv", back)] {
+            Logger(label: "kodi-handoff").info("\(name): error \(report.positionErrorMs ?? .nan) ms after \(report.seeks) seeks (start \(report.startErrorMs ?? .nan) ms), overlap \(report.overlapMs ?? .nan) ms, latency \(report.latencyMs) ms")
+        }
+        try await phone.stop().get()
+        try await tv.stop().get()
+    }
+}
