@@ -137,6 +137,38 @@ struct MPRISMPVTests {
         }
     }
 
+    @Test("an agent whose app has player = { backend = \"mpris\", ... } plays through baton.playback with proof, and its state says the player's granularity")
+    func throughTheAgent() async throws {
+        try await withMPRISMPV { fixture in
+            let agent = try await startAgent("""
+                app{ id = "org.example.mpris", player = { backend = "mpris", bus_name = "org.mpris.MediaPlayer2.mpv",
+                     bus = "\(fixture.bus.address)", timeout = 10 } }
+                """)
+            defer { agent.stop() }
+            let service = try #require(agent.nativeServices[Agent.ProviderKey(app: "org.example.mpris", service: "baton.playback")])
+            let channel = NativeChannel { _, _ in fixture.loop.makeSucceededFuture(ServiceReply(status: .success)) }
+            let asked = Date()
+            let played = try await service.serve(["command": "play", "uri": .string(fixture.media.sweep), "position": 9.5], from: channel).get()
+            let proof = try #require(PlaybackProof(message: played.message ?? [:]), "\(played)")
+            expectStarted(from: 9.5, at: proof.position, after: proof.at.timeIntervalSince(asked))
+            #expect(proof.positionGranularity == 0.1)
+            let first = try await position(fixture.ipc)
+            expectStarted(from: 9.5, at: first.seconds, after: first.answered.timeIntervalSince(asked))
+            let answered = try await service.serve(["command": "pause"], from: channel).get()
+            let state = try #require(PlaybackState(message: answered.message ?? [:]), "\(answered)")
+            #expect(state.paused && state.uri == fixture.media.sweep && state.positionGranularity == 0.1, "\(state)")
+            #expect(try await fixture.ipc.property("pause").get().boolValue == true)
+            let nobody = try await startAgent("""
+                app{ id = "org.example.none", player = { backend = "mpris", bus_name = "org.mpris.MediaPlayer2.nobody", bus = "\(fixture.bus.address)" } }
+                """)
+            defer { nobody.stop() }
+            let none = try #require(nobody.nativeServices[Agent.ProviderKey(app: "org.example.none", service: "baton.playback")])
+            let failed = try await none.serve(["command": "state"], from: channel).get()
+            #expect(failed.message?["error"] == .string("player_failed") && failed.message?["detail"] == .string("org.mpris.MediaPlayer2.nobody is not on the bus"),
+                    "\(failed)")
+        }
+    }
+
     @Test("mpv killed mid-session: player_failed saying it is not on the bus; a new mpv is found again by its name and plays")
     func killedAndBack() async throws {
         try await withMPRISMPV { fixture in
