@@ -13,7 +13,9 @@ struct TestBus {
     let process: TestProcess
     let address: String
 
-    static func start(in directory: String, user: TestUser? = nil) async throws -> TestBus {
+    /// Starts one in `directory`; its address is given without the bus's guid, so a client may
+    /// reach another bus started there later, as it would a session bus started anew.
+    static func start(in directory: String, user: TestUser? = nil, output name: String = "dbus-daemon.out") async throws -> TestBus {
         let config = directory + "/bus.conf"
         let socket = directory + "/bus"
         try """
@@ -31,13 +33,13 @@ struct TestBus {
           </policy>
         </busconfig>
         """.write(toFile: config, atomically: true, encoding: .utf8)
-        let output = directory + "/dbus-daemon.out"
+        let output = directory + "/" + name
         let process = try TestProcess((user?.prefix ?? []) + ["dbus-daemon", "--config-file=\(config)", "--nofork", "--print-address=1"], output: output)
         // It prints its address once it listens.
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             if let text = try? String(contentsOfFile: output, encoding: .utf8), let line = text.split(separator: "\n").first(where: { $0.hasPrefix("unix:") }) {
-                return TestBus(process: process, address: String(line))
+                return TestBus(process: process, address: String(line.split(separator: ",")[0]))
             }
             if process.exited != nil { break }
             try await Task.sleep(for: .milliseconds(20))

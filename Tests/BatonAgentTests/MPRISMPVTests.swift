@@ -137,6 +137,28 @@ struct MPRISMPVTests {
         }
     }
 
+    @Test("the bus killed mid-session: player_failed; a new bus at its address, with mpv on it, is reached again and plays")
+    func busKilled() async throws {
+        try await withMPRISMPV { fixture in
+            _ = try await fixture.player.play(playRequest(fixture.media.sweep, from: 10)).get()
+            kill(fixture.bus.process.pid, SIGKILL)
+            _ = await fixture.bus.process.wait()
+            #expect(await eventually { (try? await fixture.player.state().get()) == nil })
+            let lost = await #expect(throws: PlaybackFailure.self) { try await fixture.player.state().get() }
+            expectPlayerFailed(lost, saying: "org.mpris.MediaPlayer2.mpv")
+
+            let bus = try await TestBus.start(in: fixture.media.directory, output: "dbus-daemon-2.out")
+            #expect(bus.address == fixture.bus.address)
+            let mpv = try startMPRISMPV(bus: bus, socket: fixture.media.directory + "/mpv2.sock", output: fixture.media.directory + "/mpv2.out")
+            #expect(await waitOnBus(fixture.player), "the player did not reach the new bus")
+            let asked = Date()
+            let proof = try await fixture.player.play(playRequest(fixture.media.sweep, from: 4)).get()
+            expectStarted(from: 4, at: proof.position, after: proof.at.timeIntervalSince(asked))
+            await mpv.stop()
+            await bus.process.stop()
+        }
+    }
+
     @Test("an agent whose app has player = { backend = \"mpris\", ... } plays through baton.playback with proof, and its state says the player's granularity")
     func throughTheAgent() async throws {
         try await withMPRISMPV { fixture in

@@ -215,7 +215,7 @@ final class MPRISConnection: @unchecked Sendable {
             return
         }
         let reason = serve(bus)
-        if let reason { logger.warning("lost the bus", metadata: ["bus": "\(address ?? "session")", "reason": "\(reason)"]) }
+        if let reason { logger.debug("lost the bus", metadata: ["bus": "\(address ?? "session")", "reason": "\(reason)"]) }
         finish(bus: bus, reason: reason)
     }
 

@@ -60,7 +60,11 @@ extension MPRISPlayer {
     private func load(_ uri: String, on connection: MPRISConnection, deadline: NIODeadline) -> EventLoopFuture<MPRISProperties> {
         reading(on: connection).flatMap { [self] before in
             let now = before.properties
-            if Self.sameMedia(now.url, uri), now.status == "Playing" || now.status == "Paused", now.trackID != nil {
+            // Loaded already: seek within it. mpv-mpris may say Stopped while it plays (after an
+            // OpenUri from idle), so a track with a position counts too; VLC stopped at the end
+            // keeps its track at 0, and needs it opened again.
+            let playable = now.status == "Playing" || now.status == "Paused" || (now.position ?? 0) > 0
+            if Self.sameMedia(now.url, uri), now.trackID != nil, playable {
                 return eventLoop.makeSucceededFuture(now)
             }
             let watch = LoadWatch(before: now, uri: uri, busName: busName)
@@ -285,6 +289,7 @@ private final class LoadWatch: @unchecked Sendable {
     let uri: String
     let busName: String
     private(set) var sawURL = false
+    private let opened = NIODeadline.now()
     private var seenSince: NIODeadline?
     private var stoppedSince: NIODeadline?
 
@@ -303,13 +308,13 @@ private final class LoadWatch: @unchecked Sendable {
             return nil
         }
         // The same file was loaded before (mpv-mpris keeps the track id): the old one plays on
-        // until the new one starts from 0.
+        // until the new one starts from 0 (waited for a second at most).
+        let time = NIODeadline.now()
         if !sawURL, MPRISPlayer.sameMedia(before.url, uri), now.trackID == before.trackID,
-           let was = before.position, let position = now.position, position >= was {
+           let was = before.position, was > 0.5, let position = now.position, position >= was, time - opened < .seconds(1) {
             return nil
         }
         sawURL = true
-        let time = NIODeadline.now()
         let seen = seenSince ?? time
         seenSince = seen
         if let trackID = now.trackID, !trackID.hasSuffix("/NoTrack"), trackID != "/noplaylist" {

@@ -170,7 +170,7 @@ final class MPRISPlayer: Player, @unchecked Sendable {
         if case .owner(let owner) = signal {
             identity = nil
             if let owner {
-                logger.info("\(busName) is on the bus again", metadata: ["owner": "\(owner)"])
+                logger.info("\(busName) is on the bus", metadata: ["owner": "\(owner)"])
                 learnIdentity(on: connection)
                 learnState(on: connection)
             } else {
