@@ -163,8 +163,11 @@ extension MPRISPlayer {
 
     /// Sends a seek (`send`), answered once the player plays (or holds) from `target`: its
     /// `Seeked` there, or its position there (and no further on than the time since allows).
-    /// With `resend`, the seek goes again each second until then (a player ignores one while
-    /// it loads). Fails at `deadline` with ``PlaybackFailure/didNotPlay(_:)``.
+    /// mpv-mpris sends `Seeked` once mpv plays from where it landed, and until then says the
+    /// position asked for (a paused mpv lands up to 0.2 s earlier): from mpv only `Seeked`
+    /// counts, for 2 s. VLC's position is where it goes at once, its `Seeked` late. With
+    /// `resend`, the seek goes again each second until then (a player ignores one while it
+    /// loads). Fails at `deadline` with ``PlaybackFailure/didNotPlay(_:)``.
     func seek(
         to target: Double, on connection: MPRISConnection, deadline: NIODeadline, resend: Bool,
         _ send: @escaping @Sendable () -> EventLoopFuture<[DBusValue]>
@@ -181,6 +184,8 @@ extension MPRISPlayer {
                 return eventLoop.makeFailedFuture(error)
             }
         }
+        let signalsLanding = identity == "mpv"
+        let started = NIODeadline.now()
         let done = sendOnce().flatMap { [self] in
             until(deadline, on: connection, timedOut: { [busName] in
                 .didNotPlay("\(busName) did not play from \(Self.seconds(target)) s: it is at \(wait.last.map { Self.seconds($0) } ?? "no position") s")
@@ -188,7 +193,8 @@ extension MPRISPlayer {
                 if wait.heard { return eventLoop.makeSucceededFuture(()) }
                 return connection.property("Position").flatMap { [self] value in
                     let position = value.int64Value.map { Double($0) / 1e6 }
-                    if let position, wait.landed(position) { return eventLoop.makeSucceededFuture(()) }
+                    let trusted = !signalsLanding || NIODeadline.now() - started > .seconds(2)
+                    if let position, wait.landed(position), trusted { return eventLoop.makeSucceededFuture(()) }
                     guard resend, NIODeadline.now() - wait.sent > .seconds(1) else { return eventLoop.makeSucceededFuture(nil) }
                     return sendOnce().map { nil }
                 }
