@@ -41,7 +41,7 @@ struct MPRISBackendTests {
         #expect(await configurationError(config) == expected)
     }
 
-    @Test("signals tell watchers what changed: started, paused, resumed, jumped, another track, stopped or ended; the agent's own play tells only its track")
+    @Test("signals tell watchers what changed: started, paused, resumed, jumped, another track, stopped, or ended when the position had reached the end; the agent's own play tells only its track")
     func changes() {
         var tracker = MPRISChangeTracker()
         tracker.know(MPRISProperties(["PlaybackStatus": .string("Stopped"), "Metadata": .dictionary([:])]))
@@ -64,10 +64,22 @@ struct MPRISBackendTests {
         #expect(tracker.take(metadata("file:///b.flac", "/2")) == [.trackChanged])
         // The same file opened again is another track by its id (VLC's ids count up).
         #expect(tracker.take(metadata("file:///b.flac", "/3")) == [.trackChanged])
-        // Not asked for: the end (VLC keeps the track, says Stopped; mpv drops it too, told once).
+        // Not asked for, at the end by the last reading: the end (VLC keeps the track and says
+        // Stopped; mpv drops it too: told once).
+        let playing: [String: DBusValue] = [
+            "PlaybackStatus": .string("Playing"), "Position": .int(58_500_000),
+            "Metadata": .dictionary(["xesam:url": .string("file:///b.flac"), "mpris:trackid": .string("/3"), "mpris:length": .int(60_000_000)]),
+        ]
+        tracker.heard(MPRISProperties(playing), at: Date().addingTimeInterval(-1))
         #expect(tracker.take(status("Stopped")) == [.ended])
         #expect(tracker.take(metadata(nil, "/noplaylist")) == [])
         #expect(tracker.take(metadata("file:///a.flac", "/0")) == [.started])
+        #expect(tracker.take(status("Playing")) == [])
+        // Not asked for, mid-track: a stop from elsewhere.
+        tracker.heard(MPRISProperties(playing), at: Date().addingTimeInterval(-0.2))
+        #expect(tracker.take(status("Stopped")) == [.stopped])
+        // After a stop, what plays next starts.
+        #expect(tracker.take(metadata("file:///a.flac", "/1")) == [.started])
         #expect(tracker.take(status("Playing")) == [])
         tracker.stopAsked = true
         #expect(tracker.take(.changed(["PlaybackStatus": .string("Stopped"), "Metadata": .dictionary(["mpris:trackid": .string("/noplaylist")])], invalidated: []))

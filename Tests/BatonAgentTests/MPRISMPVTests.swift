@@ -137,6 +137,33 @@ struct MPRISMPVTests {
         }
     }
 
+    @Test("watchers hear what mpv does, whoever asks: paused, resumed, a jump, the end of the track, a stop; not the steps of the agent's own play")
+    func changes() async throws {
+        try await withMPRISMPV { fixture in
+            let heard = HeardChanges()
+            try await fixture.loop.submit { heard.stop = fixture.player.watch { heard.append($0) } }.get()
+            defer { fixture.loop.execute { heard.stop?() } }
+            _ = try await fixture.player.play(playRequest(fixture.media.sweep, from: 20)).get()
+            #expect(await eventually { heard.changes == [.started] }, "\(heard.changes)")
+            // mpv driven by someone else, on its own IPC.
+            _ = try await fixture.ipc.command(.array([.string("set_property"), .string("pause"), .bool(true)])).get()
+            #expect(await eventually { heard.changes.last == .paused }, "\(heard.changes)")
+            _ = try await fixture.ipc.command(.array([.string("set_property"), .string("pause"), .bool(false)])).get()
+            #expect(await eventually { heard.changes.last == .resumed }, "\(heard.changes)")
+            _ = try await fixture.ipc.command(.array([.string("seek"), .double(58.5), .string("absolute")])).get()
+            #expect(await eventually { heard.changes.last == .positionJumped }, "\(heard.changes)")
+            // The agent reads it there (as a handoff's source would), then it plays to the end.
+            _ = try await fixture.player.state().get()
+            #expect(await eventually { heard.changes.last == .ended }, "\(heard.changes)")
+            #expect(heard.changes == [.started, .paused, .resumed, .positionJumped, .ended], "\(heard.changes)")
+            _ = try await fixture.player.play(playRequest(fixture.media.sweep, from: 5)).get()
+            #expect(await eventually { heard.changes.last == .started }, "\(heard.changes)")
+            _ = try await fixture.ipc.command(.array([.string("stop")])).get()
+            #expect(await eventually { heard.changes.last == .stopped }, "\(heard.changes)")
+            #expect(heard.changes.suffix(2) == [.started, .stopped], "\(heard.changes)")
+        }
+    }
+
     @Test("the bus killed mid-session: player_failed; a new bus at its address, with mpv on it, is reached again and plays")
     func busKilled() async throws {
         try await withMPRISMPV { fixture in
@@ -255,4 +282,15 @@ struct MPRISAbsentTests {
             try await player.shutdown().get()
         }
     }
+}
+
+/// The changes a watcher heard, in order.
+final class HeardChanges: @unchecked Sendable {
+    private let lock = NSLock()
+    private var kept: [PlayerChange] = []
+    /// Ends the watch; the player's loop's only.
+    var stop: (() -> Void)?
+
+    func append(_ change: PlayerChange) { lock.withLock { kept.append(change) } }
+    var changes: [PlayerChange] { lock.withLock { kept } }
 }

@@ -228,7 +228,11 @@ final class MPRISPlayer: Player, @unchecked Sendable {
     /// Every property of the player's interface, with when they were asked for and answered.
     func reading(on connection: MPRISConnection) -> EventLoopFuture<MPRISReading> {
         let asked = Date()
-        return connection.properties().map { MPRISReading(properties: MPRISProperties($0), asked: asked, answered: Date()) }
+        return connection.properties().map { [self] values in
+            let reading = MPRISReading(properties: MPRISProperties(values), asked: asked, answered: Date())
+            changes.heard(reading.properties, at: reading.at)
+            return reading
+        }
     }
 
     /// What `state` says a player's `xesam:url` is: a `file://` URL as its path, as the agent
