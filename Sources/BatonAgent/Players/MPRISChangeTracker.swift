@@ -46,7 +46,10 @@ struct MPRISChangeTracker {
     /// The changes `signal`, heard at `time`, says, in order.
     mutating func take(_ signal: MPRISSignal, at time: Date = Date()) -> [PlayerChange] {
         switch signal {
-        case .seeked:
+        case .seeked(let microseconds):
+            // Where it jumped to is a reading too.
+            heard?.position = Double(microseconds) / 1e6
+            heard?.at = time
             return starting || over ? [] : [.positionJumped]
         case .owner:
             return []
@@ -77,6 +80,10 @@ struct MPRISChangeTracker {
             if let now = values["PlaybackStatus"]?.stringValue {
                 let before = status
                 status = now
+                if let last = heard, now != "Stopped" {
+                    // Paused or resumed: where it was by now, and whether it moves on from there.
+                    heard = (last.position + (last.playing ? time.timeIntervalSince(last.at) : 0), time, last.length, now == "Playing")
+                }
                 switch now {
                 case "Stopped": changes += end(time)
                 case "Playing" where before == "Paused" && !starting: changes.append(.resumed)
