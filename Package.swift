@@ -147,6 +147,8 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // The media a handoff serves to its target: HTTP/1.1 with byte ranges.
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -162,7 +164,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             // baton batch's driver, in Lua, compiled in as bytes (as BatonLua's batch.lua).
-            resources: [.embedInCode("Lua/batch-driver.lua")]
+            resources: [.embedInCode("Lua/batch-driver.lua"), .embedInCode("Lua/players-driver.lua")]
         ),
         // Measures the runtime's hot paths for scripts/bench; not installed.
         .executableTarget(

@@ -16,6 +16,8 @@ extension Agent {
         timing: PeerConnection.Timing = PeerConnection.Timing()
     ) -> EventLoopFuture<AgentServer> {
         let loop = servingLoop
+        // Shared media is served on the host the agent listens on (its port is its own).
+        runtime.eventLoop.execute { [media] in media.host = host }
         return loop.flatSubmit { [self] in
             trustStore = security.trustStore
             return AgentServer.bind(
@@ -28,6 +30,11 @@ extension Agent {
                 return handler
             }
         }
+    }
+
+    /// Serves shared media (see `share` of `baton.playback`) on `port` instead of a free one.
+    public func setMediaPort(_ port: Int) {
+        runtime.eventLoop.execute { [media] in media.port = port }
     }
 
     /// The `conn` table a provider receives (see ``ChannelObjects``): `conn.id`, `conn.app`,

@@ -44,6 +44,8 @@ public final class Agent: @unchecked Sendable {
     let players: [String: any Player]
     /// The services the agent answers itself (each player app's `baton.playback`).
     let nativeServices: [ProviderKey: any NativeService]
+    /// The files it serves to the targets of handoffs.
+    let media: MediaSharing
     /// Provider calls on their way to the runtime's loop, and back with their answers.
     var providerCalls: LoopMailbox<ProviderCall>!
     var providerAnswers: LoopMailbox<ProviderCall>!
@@ -62,7 +64,8 @@ public final class Agent: @unchecked Sendable {
         self.canceller = TaskCanceller(runtime: runtime, logger: logger)
         self.channelObjects = ChannelObjects(runtime: runtime, keepsRunAlive: false)
         self.players = Self.makePlayers(for: configuration, on: runtime.eventLoop, logger: logger)
-        self.nativeServices = Self.makeNativeServices(players: players)
+        self.media = MediaSharing(eventLoop: runtime.eventLoop, logger: logger)
+        self.nativeServices = Self.makeNativeServices(players: players, media: media)
         for player in players.values { player.start() }
         providerCalls = LoopMailbox(to: runtime.eventLoop, from: servingLoop) { call in call.agent.start(call) }
         providerAnswers = LoopMailbox(to: servingLoop, from: runtime.eventLoop) { call in call.answer() }
@@ -131,6 +134,7 @@ public final class Agent: @unchecked Sendable {
     @discardableResult
     public func stop() -> EventLoopFuture<Void> {
         let loop = runtime.eventLoop
+        loop.execute { [media] in media.close() }
         let letGo = configuration.apps.compactMap { app -> EventLoopFuture<Void>? in
             guard let player = players[app.info.id] else { return nil }
             let command: PlaybackCommand

@@ -30,10 +30,10 @@ final class NativeChannel: Sendable {
 extension Agent {
     /// The native services of the configured apps, by app and service: `baton.playback` for
     /// each app backed by a player.
-    static func makeNativeServices(players: [String: any Player]) -> [ProviderKey: any NativeService] {
+    static func makeNativeServices(players: [String: any Player], media: MediaSharing) -> [ProviderKey: any NativeService] {
         var services: [ProviderKey: any NativeService] = [:]
         for (app, player) in players {
-            services[ProviderKey(app: app, service: PlaybackCommand.service)] = PlaybackService(player: player)
+            services[ProviderKey(app: app, service: PlaybackCommand.service)] = PlaybackService(player: player, media: media)
         }
         return services
     }

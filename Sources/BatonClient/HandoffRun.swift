@@ -103,14 +103,22 @@ final class HandoffRun: @unchecked Sendable {
         guard let source, let target else { return }
         let (state, position) = try await read(source, target)
         phase("read")
-        let request = playRequest(state, position: position)
+        var request = playRequest(state, position: position)
         // The source is measured while the target proves it plays (300 ms or so), once the
         // request to play has gone: its readings do not delay the target's start.
         async let measured = { [self] in
             if !state.paused { try? await Task.sleep(for: .milliseconds(Self.sampleDelayMs)) }
             return try await line(of: source, from: state, unavailable: .sourceUnavailable)
         }()
-        _ = try await start(request, on: target)
+        do {
+            _ = try await start(request, on: target)
+        } catch let stop as Stop where stop.status == .mediaUnavailable {
+            // A file only the source has: the source serves it to the target, which plays it
+            // from there.
+            guard let served = try await share(request, from: source) else { throw stop }
+            request = served
+            _ = try await start(request, on: target)
+        }
         let sourceLine = try await measured.line
         phase("start")
         let targetLine = try await confirm(state: state, sourceLine: sourceLine, target: target)
@@ -251,6 +259,23 @@ final class HandoffRun: @unchecked Sendable {
             queue: queue, index: index,
             position: max(0, state.paused ? position(Date()) : position(Date()) + lead),
             paused: state.paused, volume: options.volume == .copy ? state.volume : nil, muted: !state.paused)
+    }
+
+    /// The request with its entry served by the source over HTTP to the target (the target's
+    /// address as we reach it, the source's as we do); nil when it cannot be (no address to
+    /// serve to, a URL rather than a file, or the source refused: the handoff then fails as
+    /// the target's refusal said).
+    private func share(_ request: PlaybackCommand.PlayRequest, from source: PlaybackPeer) async throws -> PlaybackCommand.PlayRequest? {
+        guard request.uri.hasPrefix("/") || request.uri.hasPrefix("file:"),
+              let client = targetDevice.routes.lazy.compactMap(\.endpoint).first?.host,
+              let host = sourceDevice.routes.lazy.compactMap(\.endpoint).first?.host else { return nil }
+        let share = PlaybackCommand.share(.init(uri: request.uri, client: client, host: host))
+        guard case .reply(let message, _, _) = await source.call(share, timeout: try remaining()), let url = message.string("url") else { return nil }
+        report.servedURL = url
+        var served = request
+        served.queue = [url]
+        served.index = 0
+        return served
     }
 
     private func start(_ request: PlaybackCommand.PlayRequest, on target: PlaybackPeer) async throws -> PlaybackProof {

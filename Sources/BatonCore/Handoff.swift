@@ -109,6 +109,9 @@ public struct HandoffReport: Sendable, Equatable {
     public var rolledBack = false
     /// Whether the source was paused (the target was then started paused).
     public var paused = false
+    /// The URL the source served the media at, when the target could not open the file
+    /// itself (it lives only on the source).
+    public var servedURL: String?
     /// The key, and whether this report is the one a first handoff with it made.
     public var key: String?
     public var repeated = false
@@ -143,6 +146,7 @@ public struct HandoffReport: Sendable, Equatable {
         if let positionErrorMs { message["position_error_ms"] = .double(positionErrorMs) }
         if let overlapMs { message["overlap_ms"] = .double(overlapMs) }
         if let startErrorMs { message["start_error_ms"] = .double(startErrorMs) }
+        if let servedURL { message["served_url"] = .string(servedURL) }
         if let key { message["key"] = .string(key) }
         return message
     }
@@ -166,6 +170,7 @@ public struct HandoffReport: Sendable, Equatable {
         paused = message.bool("paused") ?? false
         repeated = message.bool("repeated") ?? false
         key = message.string("key")
+        servedURL = message.string("served_url")
         if case .dictionary(let phases)? = message["phases"] {
             self.phases = phases.compactMap { name, value in phases.number(name).map { (name, $0) } }
         }

@@ -24,9 +24,29 @@ public enum PlaybackCommand: Sendable, Equatable {
     case watch
     /// `{command = "unwatch"}`: no more changes on this channel; answered with the state.
     case unwatch
+    /// `{command = "share", uri = PATH, client = IP, host = HOST, ttl = S}`: serves the file
+    /// the player has loaded (`uri`, a path on this device) over HTTP to the device at `client`
+    /// alone, for `ttl` seconds (default: its duration and an hour); answered with `url` (on
+    /// `host`, the name the asker reaches this device by) and `expires`.
+    case share(ShareRequest)
 
     /// The name of the service.
     public static let service = "baton.playback"
+
+    /// A file to serve to another device (see ``share(_:)``).
+    public struct ShareRequest: Sendable, Equatable {
+        public var uri: String
+        public var client: String
+        public var host: String
+        public var ttl: Double?
+
+        public init(uri: String, client: String, host: String, ttl: Double? = nil) {
+            self.uri = uri
+            self.client = client
+            self.host = host
+            self.ttl = ttl
+        }
+    }
 
     /// What to play and how.
     public struct PlayRequest: Sendable, Equatable {
@@ -80,13 +100,21 @@ public enum PlaybackCommand: Sendable, Equatable {
         case "play": self = .play(try Self.playRequest(message))
         case "watch": self = .watch
         case "unwatch": self = .unwatch
+        case "share":
+            guard case .string(let uri)? = message["uri"], case .string(let client)? = message["client"], case .string(let host)? = message["host"],
+                  !uri.isEmpty, !client.isEmpty, !host.isEmpty else {
+                throw .badRequest("share needs uri, client (the address it is for) and host (this device's, as the asker reaches it)")
+            }
+            let ttl = try Self.number(message, "ttl", required: false)
+            if let ttl, !(ttl > 0 && ttl <= 7 * 86_400) { throw .badRequest("share: ttl must be from 0 to a week of seconds, got \(ttl)") }
+            self = .share(ShareRequest(uri: uri, client: client, host: host, ttl: ttl))
         default:
             throw .badRequest("unknown command \"\(name)\": use \(Self.commandList)")
         }
     }
 
     /// The commands, as errors list them.
-    static let commandList = "state, play, pause, resume, stop, seek, volume, mute, watch or unwatch"
+    static let commandList = "state, play, pause, resume, stop, seek, volume, mute, watch, unwatch or share"
 
     /// The request as a message.
     public var message: ValueDictionary {
@@ -101,6 +129,14 @@ public enum PlaybackCommand: Sendable, Equatable {
         case .mute(let muted): ["command": "mute", "muted": .bool(muted)]
         case .watch: ["command": "watch"]
         case .unwatch: ["command": "unwatch"]
+        case .share(let request):
+            {
+                var message: ValueDictionary = [
+                    "command": "share", "uri": .string(request.uri), "client": .string(request.client), "host": .string(request.host),
+                ]
+                if let ttl = request.ttl { message["ttl"] = .double(ttl) }
+                return message
+            }()
         case .play(let request):
             {
                 var message: ValueDictionary = [

@@ -77,6 +77,11 @@ struct AgentCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Where to listen; port 0 picks a free one.", valueName: "host:port"))
     var listen: String = "0.0.0.0:47300"
 
+    @Option(name: .customLong("media-port"), help: ArgumentHelp(
+        "The port that serves this device's files to the targets of handoffs (plain HTTP, a token per file and target; 0, the default, picks a free one on the first share).",
+        valueName: "port"))
+    var mediaPort = 0
+
     @Flag(inversion: .prefixedNo, help: "Advertise this device over mDNS/DNS-SD (UDP 5353, shared with avahi and others).")
     var mdns = true
 
@@ -111,6 +116,7 @@ struct AgentCommand: ParsableCommand {
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
+        guard (0...65535).contains(mediaPort) else { throw ValidationError("Invalid --media-port \(mediaPort): use 0 to 65535.") }
         if let kind, DeviceKind(rawValue: kind) == nil {
             throw ValidationError("Invalid --kind '\(kind)': use one of \(DeviceKind.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
@@ -199,6 +205,7 @@ struct AgentCommand: ParsableCommand {
             var timing = PeerConnection.Timing()
             timing.helloTimeout = TimeAmount(DurationText.parse(helloTimeout)!)
             timing.busyPoll = TimeAmount(DurationText.parse(busyPoll)!)
+            agent.setMediaPort(mediaPort)
             server = try agent.listen(host: address.host, port: address.port, security: security, limits: limits, timing: timing).wait()
         } catch {
             FailureReport.write(message: "cannot listen on \(listen): \(error)", format: format)

@@ -22,7 +22,7 @@ struct Baton: ParsableCommand {
             another run holds; 77 denied.
             """,
         version: "0.1.0",
-        subcommands: [Run.self, AgentCommand.self, DevicesCommand.self, LaunchCommand.self, SendCommand.self, HandoffCommand.self, BatchCommand.self, DescribeCommand.self, LockCommand.self, TraceCommand.self, AccountCommand.self, BrokerCommand.self]
+        subcommands: [Run.self, AgentCommand.self, DevicesCommand.self, LaunchCommand.self, SendCommand.self, HandoffCommand.self, PlayersCommand.self, BatchCommand.self, DescribeCommand.self, LockCommand.self, TraceCommand.self, AccountCommand.self, BrokerCommand.self]
     )
 
     /// Parses and runs, mapping argument errors to exit code 2 (the usage code Baton promises)

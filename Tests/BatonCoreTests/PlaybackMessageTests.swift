@@ -7,7 +7,7 @@ struct PlaybackMessageTests {
     @Test("every command reads back from its message as it was")
     func roundTrip() throws {
         let commands: [PlaybackCommand] = [
-            .state, .pause, .resume, .stop, .seek(12.5), .seekBy(-0.04), .volume(40), .mute(true), .mute(false),
+            .state, .pause, .resume, .stop, .seek(12.5), .seekBy(-0.04), .volume(40), .mute(true), .mute(false), .watch, .unwatch,
             .play(.init(queue: ["/m/a.flac"], position: 7.25)),
             .play(.init(queue: ["/m/a.flac", "/m/b.flac"], index: 1, position: 3, paused: true, volume: 55, muted: true)),
         ]
@@ -40,6 +40,32 @@ struct PlaybackMessageTests {
             guard case .badRequest(let why) = error as? PlaybackFailure else { return false }
             return why.contains(says)
         }
+    }
+
+    @Test("a player's granularity and seek latency ride in its state and proof as seconds; a figure no player could have is left out")
+    func timing() {
+        let at = Date(timeIntervalSince1970: 1_795_500_000.125)
+        let state = PlaybackState(uri: "/m/a.flac", position: 3, paused: false, at: at, positionGranularity: 0.01, seekLatency: 1.05)
+        #expect(state.message["granularity"] == .double(0.01) && state.message["seek_latency"] == .double(1.05))
+        #expect(PlaybackState(message: state.message) == state)
+        let proof = PlaybackProof(position: 7.25, at: at, rate: 1, positionGranularity: 1, seekLatency: 0.45)
+        #expect(PlaybackProof(message: proof.message) == proof)
+        // A player that says nothing says nothing: the handoff falls back on its own figures.
+        #expect(PlaybackState(at: at).message["granularity"] == nil)
+        var wild = state.message
+        wild["granularity"] = .double(-1)
+        wild["seek_latency"] = .string("soon")
+        let read = PlaybackState(message: wild)
+        #expect(read?.positionGranularity == nil && read?.seekLatency == nil)
+    }
+
+    @Test("a change a watching channel is sent: its name, and the state after it")
+    func change() {
+        let state = PlaybackState(uri: "/m/a.flac", position: 3, paused: true, at: Date(timeIntervalSince1970: 1_795_500_000))
+        let message = PlayerChange.paused.message(state: state)
+        #expect(message["event"] == .string("changed") && message["change"] == .string("paused"))
+        #expect(message["state"] == .dictionary(state.message))
+        #expect(PlayerChange.allCases.map(\.rawValue) == ["started", "track_changed", "paused", "resumed", "ended", "stopped", "position_jumped"])
     }
 
     @Test("a state, a proof and a failure read back from their messages; a reply of neither is none of them")

@@ -229,7 +229,7 @@ final class AgentProcess: @unchecked Sendable {
     /// that is (an account's holder, which answers its invite codes).
     static func start(
         config: String, arguments: [String] = [], directory: TemporaryDirectory? = nil, account: TestAccount? = .shared,
-        home: String? = nil
+        home: String? = nil, wrapper: [String] = []
     ) async throws -> AgentProcess {
         let directory = try directory ?? TemporaryDirectory()
         let tag = UUID().uuidString.prefix(8)
@@ -241,9 +241,10 @@ final class AgentProcess: @unchecked Sendable {
             try account?.enrol(xdg: xdg.path)
         }
 
+        // A wrapper (unshare, say) execs the agent in the end, so its pid is the agent's.
+        let command = wrapper + [try BatonBinary.get().path, "agent", "--config", directory.file(configName), "--listen", "127.0.0.1:0"] + arguments
         let process = try ChildProcess(
-            try BatonBinary.get().path,
-            ["agent", "--config", directory.file(configName), "--listen", "127.0.0.1:0"] + arguments,
+            command[0], Array(command.dropFirst()),
             environment: ChildProcess.environment(["XDG_CONFIG_HOME": xdg.path]),
             directory: directory.path, stdout: directory.file(stdoutName), stderr: directory.file(stderrName))
         let exit = process.exit

@@ -185,7 +185,7 @@ final class MPDPlayer: Player, @unchecked Sendable {
                 unmutedVolume = Int(level.rounded())
                 line = "setvol \(Int(level.rounded()))"
             case .mute(let muted): line = "setvol \(muted ? 0 : unmutedVolume ?? 100)"
-            case .state, .play, .watch, .unwatch: return eventLoop.makeFailedFuture(PlaybackFailure.badRequest("not a control command"))
+            case .state, .play, .watch, .unwatch, .share: return eventLoop.makeFailedFuture(PlaybackFailure.badRequest("not a control command"))
             }
             return connect().flatMap { $0.command(line) }.map { _ in }
                 .flatMapErrorThrowing { error in throw PlaybackFailure.player("MPD", error) }

@@ -24,10 +24,8 @@ final class MPVPlayer: Player, @unchecked Sendable {
     /// The mpv the agent started, if it did.
     private var process: MPVProcess?
     private var stopping = false
-    /// How long to wait before the next restart; doubles up to 30 s, and starts again from
-    /// 0.2 s once a connection has lasted a minute.
-    private var restartPause: TimeAmount = .milliseconds(200)
-    private var connectedAt = NIODeadline.now()
+    /// How long to wait before the next restart.
+    private var retry = RetryPause()
     /// Who hears mpv's changes (``watch(_:)``), across its connections.
     private let watchers = PlayerWatchers()
 
@@ -80,7 +78,7 @@ final class MPVPlayer: Player, @unchecked Sendable {
             guard case .success(let opened) = result else { return }
             opened.callTimeout = callTimeout
             connection = opened
-            connectedAt = .now()
+            retry.connected()
             opened.onClosed = { [weak self, weak opened] reason in
                 guard let self, let opened else { return }
                 lost(opened, reason)
@@ -116,7 +114,6 @@ final class MPVPlayer: Player, @unchecked Sendable {
         connection = nil
         // An mpv that keeps failing at once (or a socket that answers garbage) is retried ever
         // more slowly.
-        if NIODeadline.now() - connectedAt > .seconds(60) { restartPause = .milliseconds(200) }
         let status = process?.reap()
         logger.warning("lost mpv; starting it again", metadata: [
             // Its process may have exited, or still run with a socket that failed: say which.
@@ -128,12 +125,11 @@ final class MPVPlayer: Player, @unchecked Sendable {
     /// Connects again after a pause that grows with each failure, until mpv answers.
     private func restart() {
         guard !stopping else { return }
-        let pause = restartPause
-        restartPause = min(restartPause * 2, .seconds(30))
+        let pause = retry.next()
         eventLoop.scheduleTask(in: pause) { [self] () -> Void in
             guard !stopping, connection == nil else { return }
             connect().whenFailure { [self] error in
-                logger.error("cannot start mpv again", metadata: ["reason": "\(error)", "next try in": "\(restartPause.words)"])
+                logger.error("cannot start mpv again", metadata: ["reason": "\(error)", "next try in": "\(retry.following.words)"])
                 restart()
             }
         }
@@ -182,7 +178,7 @@ final class MPVPlayer: Player, @unchecked Sendable {
         case .seekBy(let offset): arguments = .array([.string("seek"), .double(offset), .string("relative+exact")])
         case .volume(let level): arguments = .array([.string("set_property"), .string("volume"), .double(level)])
         case .mute(let muted): arguments = .array([.string("set_property"), .string("mute"), .bool(muted)])
-        case .state, .play, .watch, .unwatch: return eventLoop.makeFailedFuture(PlaybackFailure.badRequest("not a control command"))
+        case .state, .play, .watch, .unwatch, .share: return eventLoop.makeFailedFuture(PlaybackFailure.badRequest("not a control command"))
         }
         // A seek is answered once mpv plays from where it landed, so the state that answers it is true.
         let seeks = if case .seek = command { true } else if case .seekBy = command { true } else { false }

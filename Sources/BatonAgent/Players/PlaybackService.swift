@@ -10,6 +10,8 @@ import NIOCore
 /// `watch` is sent each ``PlayerChange`` with the state after it. Confined to the player's loop.
 final class PlaybackService: NativeService, @unchecked Sendable {
     let player: any Player
+    /// The agent's shared media, for `share`.
+    let media: MediaSharing
     var eventLoop: any EventLoop { player.eventLoop }
     /// How long a change sent to a watcher waits for its answer (the answer is not needed;
     /// the deadline keeps a caller that never answers from holding requests open).
@@ -17,8 +19,9 @@ final class PlaybackService: NativeService, @unchecked Sendable {
     /// The channels that watch, and how to stop telling each.
     private var watching: [ObjectIdentifier: () -> Void] = [:]
 
-    init(player: any Player) {
+    init(player: any Player, media: MediaSharing) {
         self.player = player
+        self.media = media
     }
 
     func serve(_ message: ValueDictionary, from channel: NativeChannel) -> EventLoopFuture<ServiceReply> {
@@ -39,6 +42,8 @@ final class PlaybackService: NativeService, @unchecked Sendable {
             case .unwatch:
                 watching.removeValue(forKey: ObjectIdentifier(channel))?()
                 answer = player.state().map(\.message)
+            case .share(let request):
+                answer = share(request)
             }
         } catch {
             answer = eventLoop.makeFailedFuture(error)
@@ -50,6 +55,29 @@ final class PlaybackService: NativeService, @unchecked Sendable {
 
     func closed(_ channel: NativeChannel) {
         watching.removeValue(forKey: ObjectIdentifier(channel))?()
+    }
+
+    /// Serves the file the player has loaded (or queued) to the request's client: only what
+    /// it plays may be shared, so a caller learns no other file of this device.
+    private func share(_ request: PlaybackCommand.ShareRequest) -> EventLoopFuture<ValueDictionary> {
+        player.state().flatMap { [media] state in
+            do {
+                guard state.uri == request.uri || state.queue.contains(request.uri) else {
+                    throw PlaybackFailure.badRequest("share: the player has not loaded \(request.uri); only what it plays can be shared")
+                }
+                guard let path = try Self.localPath(request.uri) else {
+                    throw PlaybackFailure.badRequest("share: \(request.uri) is not a file of this device")
+                }
+                try Self.checkReadable(path)
+                // Long enough to play it through, with room for pauses.
+                let ttl = request.ttl ?? state.duration.map { $0 + 3600 } ?? 6 * 3600
+                return media.share(path, to: request.client, host: request.host, ttl: ttl).map { shared in
+                    ["url": .string(shared.url), "expires": .date(shared.expires)]
+                }
+            } catch {
+                return media.eventLoop.makeFailedFuture(error)
+            }
+        }
     }
 
     /// Tells `channel` each change from now on (once, however often it asks).

@@ -61,22 +61,21 @@ struct PlayerTiming: Sendable {
     var seekLatency: Double
 }
 
-extension PlaybackState {
-    /// The state, saying `timing`.
-    func stating(_ timing: PlayerTiming) -> PlaybackState {
-        var state = self
-        state.positionGranularity = timing.granularity
-        state.seekLatency = timing.seekLatency
-        return state
-    }
+/// What says a player's timing: its state and its proof.
+protocol StatesTiming {
+    var positionGranularity: Double? { get set }
+    var seekLatency: Double? { get set }
 }
 
-extension PlaybackProof {
-    /// The proof, saying `timing`.
-    func stating(_ timing: PlayerTiming) -> PlaybackProof {
-        var proof = self
-        proof.positionGranularity = timing.granularity
-        proof.seekLatency = timing.seekLatency
-        return proof
+extension PlaybackState: StatesTiming {}
+extension PlaybackProof: StatesTiming {}
+
+extension StatesTiming {
+    /// The same, saying `timing`.
+    func stating(_ timing: PlayerTiming) -> Self {
+        var copy = self
+        copy.positionGranularity = timing.granularity
+        copy.seekLatency = timing.seekLatency
+        return copy
     }
 }

@@ -1,6 +1,7 @@
 -- baton.player(dev [, app]): a player a script holds (see README, "Players in a script").
--- Written in Lua over baton.find, dev:apps and baton.appservice: it is a channel to the
--- device's baton.playback and a table of handlers, nothing the host needs to know.
+-- Written in Lua over baton.find, dev:apps and baton.appservice: each call is one request to
+-- the device's baton.playback; handlers of "changed" hold a channel that watches (and keeps
+-- the run going until p:close()), so a player nobody listens to holds nothing open.
 local baton = ...
 local SERVICE = "baton.playback"
 local EVENTS = { changed = true, closed = true }
@@ -15,7 +16,8 @@ local Player = {}
 Player.__index = Player
 Player.__name = "baton.player"
 
-local function fail(message) error("baton.player: " .. message, 3) end
+-- An error in the script's call (level: 3 when raised by the function the script called).
+local function fail(message, level) error("baton.player: " .. message, level or 3) end
 
 -- The first app of `dev` that answers baton.playback; or nil, status, detail, cause.
 local function player_app(dev)
@@ -43,10 +45,15 @@ function baton.player(dev, app)
     if not found then return nil, status, detail, cause end
     app = found
   end
-  local conn, status, detail, cause = baton.appservice.open(dev, SERVICE, { package = app })
+  return setmetatable({ device = dev, app = app, handlers = { changed = {}, closed = {} } }, Player)
+end
+
+-- Opens the channel that watches: the agent sends it each change the player's own events
+-- report. The state then, or nil, status, detail, cause.
+local function watch(p)
+  local conn, status, detail, cause = baton.appservice.open(p.device, SERVICE, { package = p.app })
   if not conn then return nil, status, detail, cause end
-  local p = setmetatable({ device = dev, app = app, conn = conn, handlers = { changed = {}, closed = {} } }, Player)
-  -- The agent tells a watching channel each change the player's own events report.
+  p.conn = conn
   conn.on_request = function(msg)
     if msg.event == "changed" then
       for _, fn in ipairs(p.handlers.changed) do fn(msg.change, msg.state) end
@@ -54,21 +61,29 @@ function baton.player(dev, app)
     return {}
   end
   conn.on_closed = function(why)
+    p.conn = nil
     for _, fn in ipairs(p.handlers.closed) do fn(why) end
   end
-  return p
+  local reply, status2, detail2, cause2 = conn:send({ command = "watch" })
+  if not reply then return nil, status2, detail2, cause2 end
+  return reply
 end
 
 -- Sends `msg`; the reply, or nil, status, detail, cause (a player's own `error` as the status).
 function Player:_call(msg)
-  local reply, status, detail, cause = self.conn:send(msg)
+  local reply, status, detail, cause
+  if self.conn then
+    reply, status, detail, cause = self.conn:send(msg)
+  else
+    reply, status, detail, cause = baton.appservice.send(self.device, SERVICE, msg, { package = self.app })
+  end
   if not reply then return nil, status, detail, cause end
   if reply.error then return nil, reply.error, reply.detail, CAUSES[reply.error] or "failed" end
   return reply
 end
 
 local function number(value, what, name)
-  if type(value) ~= "number" then fail(name .. ": " .. what .. " must be a number, got " .. type(value)) end
+  if type(value) ~= "number" then fail(name .. ": " .. what .. " must be a number, got " .. type(value), 4) end
   return value
 end
 
@@ -107,17 +122,30 @@ function Player:play(what, opts)
   return self:_call(msg)
 end
 
--- p:on("changed", function(change, state) ... end) or p:on("closed", function(status) ... end).
--- The first "changed" handler asks the agent to watch; the state it answers is returned.
+-- p:on("changed", function(change, state) ... end) or p:on("closed", function(status) ... end)
+-- (the watching channel closed: the agent stopped, say). The first "changed" handler opens
+-- the channel that watches, and returns the state then (or nil, status, detail, cause).
 function Player:on(event, fn)
   if not EVENTS[event] then fail("p:on: event must be \"changed\" or \"closed\", got " .. tostring(event)) end
   if type(fn) ~= "function" then fail("p:on: handler must be a function, got " .. type(fn)) end
   local list = self.handlers[event]
   list[#list + 1] = fn
-  if event == "changed" and #list == 1 then return self:_call({ command = "watch" }) end
+  if event == "changed" and not self.conn then
+    local reply, status, detail, cause = watch(self)
+    if not reply then
+      list[#list] = nil
+      return nil, status, detail, cause
+    end
+    if reply.error then return nil, reply.error, reply.detail, CAUSES[reply.error] or "failed" end
+    return reply
+  end
   return true
 end
 
-function Player:close() self.conn:close() end
+-- Stops watching: the handlers hear no more, and the run no longer waits for them.
+function Player:close()
+  if self.conn then self.conn:close() end
+  self.conn = nil
+end
 
 function Player:__tostring() return "player " .. self.app .. " on " .. tostring(self.device) end

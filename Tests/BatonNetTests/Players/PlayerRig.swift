@@ -60,7 +60,7 @@ struct PlayerAgent {
     /// for mpv), reachable once its mpv answers.
     static func mpv(
         _ name: String, kind: String = "tv", args: [String] = ["--ao=null", "--no-video"], executable: String = "mpv",
-        in directory: TemporaryDirectory? = nil, waitForPlayer: Bool = true
+        in directory: TemporaryDirectory? = nil, waitForPlayer: Bool = true, wrapper: [String] = []
     ) async throws -> PlayerAgent {
         let directory = try directory ?? TemporaryDirectory("baton-player")
         let socket = directory.file("\(name.filter(\.isLetter))-mpv.sock")
@@ -69,7 +69,7 @@ struct PlayerAgent {
             device{ name = "\(name)", kind = "\(kind)" }
             app{ id = "\(playerApp)", name = "Player", schemes = {"file"},
                  player = { backend = "mpv", socket = "\(socket)", args = {\(list)}, executable = "\(executable)" } }
-            """, directory: directory)
+            """, directory: directory, wrapper: wrapper)
         if waitForPlayer {
             guard await eventually(within: 20, { (try? await MPVConnection.connect(path: socket, on: playerLoop).get())?.close() != nil }) else {
                 throw AgentFailure("the agent's mpv did not listen on \(socket); its log:\n\(agent.log)")
