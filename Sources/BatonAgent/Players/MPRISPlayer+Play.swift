@@ -68,7 +68,14 @@ extension MPRISPlayer {
                 return eventLoop.makeSucceededFuture(now)
             }
             let watch = LoadWatch(before: now, uri: uri, busName: busName)
-            return connection.call(MPRISConnection.playerInterface, "OpenUri", [.string(uri)])
+            // mpv shows a file it cannot open for a moment only: its Metadata signal says so
+            // even when no reading catches it.
+            let stopWatching = watchSignals { signal in
+                guard case .changed(let values, _) = signal, let metadata = values["Metadata"]?.dictionaryValue,
+                      Self.sameMedia(metadata["xesam:url"]?.stringValue, uri) else { return }
+                watch.showed()
+            }
+            let loaded = connection.call(MPRISConnection.playerInterface, "OpenUri", [.string(uri)])
                 .flatMapErrorThrowing { [busName] error in
                     // The player refused the URI itself (VLC does for what it cannot open).
                     if case MPRISError.failed(_, let message) = error { throw PlaybackFailure.cannotOpen("\(busName) cannot open \(uri): \(message)") }
@@ -83,6 +90,8 @@ extension MPRISPlayer {
                         reading(on: connection).flatMapThrowing { try watch.check($0.properties) }
                     }
                 }
+            loaded.whenComplete { _ in stopWatching() }
+            return loaded
         }
     }
 
@@ -237,7 +246,7 @@ extension MPRISPlayer {
                     return setVolume(level / 100, on: connection)
                 case .mute(let mute):
                     return self.mute(mute, on: connection)
-                case .state, .play, .watch, .unwatch:
+                case .state, .play, .watch, .unwatch, .share:
                     return eventLoop.makeFailedFuture(PlaybackFailure.badRequest("not a control command"))
                 }
             }
@@ -303,6 +312,11 @@ private final class LoadWatch: @unchecked Sendable {
         self.before = before
         self.uri = uri
         self.busName = busName
+    }
+
+    /// The player said it has the URI (a signal), whether or not a reading shows it.
+    func showed() {
+        sawURL = true
     }
 
     /// The properties if they show the new track loaded; nil if not yet; throws

@@ -31,10 +31,8 @@ final class MPRISPlayer: Player, @unchecked Sendable {
     private var connection: MPRISConnection?
     private var connecting: EventLoopFuture<MPRISConnection>?
     private var stopping = false
-    /// How long to wait before making a lost bus connection again; doubles up to 30 s, and
-    /// starts again from 0.2 s once a connection has lasted a minute.
-    private var reconnectPause: TimeAmount = .milliseconds(200)
-    private var connectedAt = NIODeadline.now()
+    /// How long to wait before making a lost bus connection again.
+    private var retry = RetryPause()
     /// The player's `Identity` (`mpv`, `VLC media player`), read when it is found on the bus.
     private(set) var identity: String?
     /// Who is told of the player's signals, by ticket.
@@ -96,7 +94,7 @@ final class MPRISPlayer: Player, @unchecked Sendable {
             guard case .success(let opened) = result else { return }
             guard !stopping else { return opened.close() }
             connection = opened
-            connectedAt = .now()
+            retry.connected()
             opened.onSignal = { [weak self, weak opened] signal in
                 guard let self, let opened, connection === opened else { return }
                 signalled(signal, on: opened)
@@ -123,19 +121,17 @@ final class MPRISPlayer: Player, @unchecked Sendable {
         guard connection === lost else { return }
         connection = nil
         identity = nil
-        if NIODeadline.now() - connectedAt > .seconds(60) { reconnectPause = .milliseconds(200) }
         logger.warning("lost the bus of \(busName); connecting again", metadata: ["reason": "\(reason)"])
         reconnect()
     }
 
     private func reconnect() {
         guard !stopping else { return }
-        let pause = reconnectPause
-        reconnectPause = min(reconnectPause * 2, .seconds(30))
+        let pause = retry.next()
         eventLoop.scheduleTask(in: pause) { [self] () -> Void in
             guard !stopping, connection == nil else { return }
             connect().whenFailure { [self] error in
-                logger.error("cannot reach the bus again", metadata: ["player": "\(busName)", "reason": "\(error)", "next try in": "\(reconnectPause.words)"])
+                logger.error("cannot reach the bus again", metadata: ["player": "\(busName)", "reason": "\(error)", "next try in": "\(retry.following.words)"])
                 reconnect()
             }
         }
