@@ -202,6 +202,8 @@ extension MPRISPlayer {
                 if wait.heard { return eventLoop.makeSucceededFuture(()) }
                 return connection.property("Position").flatMap { [self] value in
                     let position = value.int64Value.map { Double($0) / 1e6 }
+                    // Seeked may have come while the position was read.
+                    if wait.heard { return eventLoop.makeSucceededFuture(()) }
                     let trusted = !signalsLanding || NIODeadline.now() - started > .seconds(2)
                     if let position, wait.landed(position), trusted { return eventLoop.makeSucceededFuture(()) }
                     guard resend, NIODeadline.now() - wait.sent > .seconds(1) else { return eventLoop.makeSucceededFuture(nil) }

@@ -54,8 +54,9 @@ final class MPRISPlayer: Player, @unchecked Sendable {
 
     /// How finely the player reports its position, and how long its seeks take, by its
     /// `Identity`, as measured here (MPRISFiguresTests) with a null audio output: mpv-mpris
-    /// reads mpv's `time-pos`, which moves in steps of ~100 ms, and a seek is answered (the
-    /// player there) in 3–8 ms; VLC's position moves in steps of ~280 ms, its seeks in 2–10 ms.
+    /// reads mpv's `time-pos`, which moves in steps of 50–100 ms, and a seek is answered (mpv
+    /// plays from where it landed) in 3–17 ms (up to ~60 ms on a loaded machine); VLC's
+    /// position moves in steps of ~280 ms, its seeks are answered in 1–15 ms.
     /// A player not measured is taken to be as coarse as VLC and slower to seek.
     var timing: PlayerTiming { Self.timing(identity: identity) }
 
