@@ -28,6 +28,13 @@ let package = Package(
         // Everything that may raise a Lua error or yield lives here, in C, so no longjmp
         // ever crosses a Swift frame.
         .target(name: "CLuaShim", dependencies: ["CLua"]),
+        // Debian's libsystemd (apt libsystemd-dev), found through pkg-config: sd-bus, which the
+        // MPRIS player backend talks D-Bus with.
+        .systemLibrary(
+            name: "CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
         .target(name: "BatonCore"),
         // An MQTT 5 client over SwiftNIO (the broker link's transport): codec, session state
         // machine and channel handler; no Baton modules.
@@ -133,6 +140,8 @@ let package = Package(
             name: "BatonAgent",
             dependencies: [
                 "BatonLua", "BatonCore", "BatonNet", "BatonWire", "BatonClient", "BatonDiscovery", "BatonSecurity",
+                // MPRIS players, over D-Bus (sd-bus).
+                "CSystemd",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

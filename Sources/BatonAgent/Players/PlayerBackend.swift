@@ -31,7 +31,7 @@ public struct PlayerContext: Sendable {
 /// The kinds of player the agent knows, by name.
 public enum PlayerBackends {
     /// Every kind, in the order `--help` and errors list them.
-    public static let all: [any PlayerBackend.Type] = [MPVBackend.self, MPDBackend.self, KodiBackend.self]
+    public static let all: [any PlayerBackend.Type] = [MPVBackend.self, MPDBackend.self, KodiBackend.self, MPRISBackend.self]
 
     /// The kind named `name`, if there is one.
     public static func named(_ name: String) -> (any PlayerBackend.Type)? {
