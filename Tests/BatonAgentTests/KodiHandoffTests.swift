@@ -14,16 +14,6 @@ import Testing
 /// Kodi's JSON-RPC and mpv's IPC. Both agents listen on loopback in this process.
 @Suite("Handoffs to and from a real Kodi", .serialized, .withKodi, .timeLimit(.minutes(5)))
 struct KodiHandoffTests {
-    static let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-
-    /// An agent running `config` as a device of its own, listening on loopback.
-    func agent(_ config: String) async throws -> (Agent, DeviceTarget) {
-        let defaults = AgentConfiguration(device: DeviceInfo(id: UUID().uuidString.lowercased(), name: "x", kind: .desktop))
-        let agent = try await Agent.start(config: .string(config, chunkName: "agent.lua"), defaults: defaults, options: RuntimeOptions(), on: Self.group.next()).get()
-        let server = try await agent.listen(host: "127.0.0.1", port: 0, security: .insecure).get()
-        return (agent, DeviceTarget(DeviceAddress(host: "127.0.0.1", port: server.localAddress.port!)))
-    }
-
     @Test("mpv → Kodi and back: Kodi's own time says it plays on from where mpv stopped, and mpv from where Kodi stopped; each report's error is within its tolerance")
     func mpvToKodiAndBack() async throws {
         let kodi = try suiteKodi()
@@ -31,22 +21,16 @@ struct KodiHandoffTests {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let socket = folder + "/mpv.sock"
-        let (phone, phoneTarget) = try await agent("""
+        let (phone, phoneTarget) = try await HandoffAgents.start("""
             device{ name = "Phone", kind = "phone" }
             app{ id = "player", player = { backend = "mpv", socket = "\(socket)", args = {"--ao=null", "--no-video"} } }
             """)
-        let (tv, tvTarget) = try await agent("""
+        let (tv, tvTarget) = try await HandoffAgents.start("""
             device{ name = "Kodi TV", kind = "tv" }
             app{ id = "kodi", player = { backend = "kodi", address = "127.0.0.1:\(kodi.port)", timeout = 20 } }
             """)
-        var options = BatonClient.Options()
-        options.security = .insecure
-        let client = BatonClient(eventLoop: Self.group.next(), options: options)
-        var handoff = HandoffOptions()
-        handoff.timeout = .seconds(60)
-        let play = PlaybackCommand.play(.init(queue: [kodi.media.sweep], position: 10))
-        let played = try await client.send(play.message, to: PlaybackCommand.service, app: "player", on: phoneTarget, timeout: .seconds(20)).get()
-        #expect(played.message.flatMap(PlaybackProof.init(message:)) != nil, "\(played)")
+        let client = HandoffAgents.client(), handoff = HandoffAgents.options
+        #expect(try await HandoffAgents.play(kodi.media.sweep, from: 10, app: "player", on: phoneTarget, with: client) != nil)
 
         let there = await client.handoff(from: phoneTarget, to: tvTarget, options: handoff)
         var back = HandoffReport(status: .cancelled)
