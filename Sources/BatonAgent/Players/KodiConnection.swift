@@ -31,16 +31,15 @@ public final class KodiConnection: ChannelInboundHandler, @unchecked Sendable {
 
     private var channel: (any Channel)?
     private var framer = KodiFramer()
-    private var nextID: Int64 = 1
-    private var pending: [Int64: (promise: EventLoopPromise<JSON>, timer: Scheduled<Void>)] = [:]
+    private let calls: PendingCalls<JSON>
     private var failure: KodiError?
     /// Who hears notifications (``watchNotifications(_:)``), by token.
-    private var watchers: [Int: (KodiNotification) -> Void] = [:]
-    private var nextWatcher = 0
+    private let watchers = Watchers<KodiNotification>()
 
     private init(eventLoop: any EventLoop, address: String) {
         self.eventLoop = eventLoop
         self.address = address
+        self.calls = PendingCalls(eventLoop: eventLoop)
     }
 
     /// Connects to the Kodi at `host`:`port` and checks that it is one (its `JSONRPC.Ping`
@@ -90,26 +89,19 @@ public final class KodiConnection: ChannelInboundHandler, @unchecked Sendable {
         guard isOpen, let channel else {
             return eventLoop.makeFailedFuture(failure ?? KodiError.closed("the connection to Kodi at \(address) is closed"))
         }
-        let id = nextID
-        nextID += 1
-        let promise = eventLoop.makePromise(of: JSON.self)
         let timeout = timeout ?? callTimeout
-        let timer = eventLoop.scheduleTask(in: timeout) { [self] () -> Void in
-            pending.removeValue(forKey: id)?.promise.fail(KodiError.timedOut("Kodi at \(address) did not answer \(method) within \(timeout.words)"))
+        let (id, answer) = calls.add(timeout: timeout) { [address] in
+            KodiError.timedOut("Kodi at \(address) did not answer \(method) within \(timeout.words)")
         }
-        pending[id] = (promise, timer)
         channel.writeAndFlush(ByteBuffer(string: KodiMessage.call(method, params, id: id)), promise: nil)
-        return promise.futureResult
+        return answer
     }
 
     /// Calls `handler` with each notification from now on, until the returned stop is called
     /// or the connection ends. On the loop.
     func watchNotifications(_ handler: @escaping (KodiNotification) -> Void) -> @Sendable () -> Void {
         eventLoop.preconditionInEventLoop()
-        let token = nextWatcher
-        nextWatcher += 1
-        watchers[token] = handler
-        return { [self] in watchers[token] = nil }
+        return watchers.add(handler)
     }
 
     /// Closes the connection; calls still waiting fail with ``KodiError/closed(_:)``.
@@ -154,11 +146,9 @@ public final class KodiConnection: ChannelInboundHandler, @unchecked Sendable {
     private func handle(_ message: KodiMessage) {
         switch message {
         case .reply(let id, let result):
-            guard let waiting = pending.removeValue(forKey: id) else { return }
-            waiting.timer.cancel()
-            waiting.promise.completeWith(result.mapError { $0 })
+            calls.complete(id, with: result.mapError { $0 })
         case .notification(let notification):
-            for watcher in watchers.values { watcher(notification) }
+            watchers.tell(notification)
         }
     }
 
@@ -167,15 +157,10 @@ public final class KodiConnection: ChannelInboundHandler, @unchecked Sendable {
         guard isOpen else { return }
         isOpen = false
         failure = reason
-        let waiting = pending.values
-        pending = [:]
-        for call in waiting {
-            call.timer.cancel()
-            call.promise.fail(reason)
-        }
+        calls.failAll(reason)
         channel?.close(promise: nil)
         onClosed?(reason)
         onClosed = nil
-        watchers = [:]
+        watchers.removeAll()
     }
 }

@@ -47,7 +47,7 @@ final class KodiPlayer: Player, @unchecked Sendable {
     var lastStart: KodiStart?
 
     /// Who hears Kodi's changes (``watch(_:)``), across its connections.
-    private let watchers = PlayerWatchers()
+    private let watchers = Watchers<PlayerChange>()
     var changes = KodiChangeTracker()
     /// How many of the player's own multi-step doings (a play, a paused seek) are under way:
     /// the notifications they cause are theirs, not changes to tell.

@@ -25,7 +25,7 @@ final class MPDPlayer: Player, @unchecked Sendable {
     /// The volume before a muted play, to give back when unmuted.
     private var unmutedVolume: Int?
     /// Who hears MPD's changes (``watch(_:)``), and whether a connection waits in `idle` for them.
-    let watchers = PlayerWatchers()
+    let watchers = Watchers<PlayerChange>()
     var idling = false
     var idleConnection: MPDConnection?
     var changes = MPDChangeTracker()

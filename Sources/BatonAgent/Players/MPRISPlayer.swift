@@ -36,10 +36,9 @@ final class MPRISPlayer: Player, @unchecked Sendable {
     /// The player's `Identity` (`mpv`, `VLC media player`), read when it is found on the bus.
     private(set) var identity: String?
     /// Who is told of the player's signals, by ticket.
-    private var watchers: [Int: @Sendable (MPRISSignal) -> Void] = [:]
-    private var nextWatcher = 0
+    private let watchers = Watchers<MPRISSignal>()
     /// Who hears the player's changes (``watch(_:)``), across connections, and what tells them.
-    private let changeWatchers = PlayerWatchers()
+    private let changeWatchers = Watchers<PlayerChange>()
     var changes = MPRISChangeTracker()
     /// The volume (0...1) to give back when unmuted, and whether the agent muted it.
     var unmutedVolume: Double?
@@ -175,7 +174,7 @@ final class MPRISPlayer: Player, @unchecked Sendable {
             }
         }
         for change in changes.take(signal) { changeWatchers.tell(change) }
-        for watcher in watchers.values { watcher(signal) }
+        watchers.tell(signal)
     }
 
     func watch(_ handler: @escaping (PlayerChange) -> Void) -> () -> Void {
@@ -186,10 +185,7 @@ final class MPRISPlayer: Player, @unchecked Sendable {
     /// Tells `watcher` of every signal of the player until the returned function is called.
     func watchSignals(_ watcher: @escaping @Sendable (MPRISSignal) -> Void) -> @Sendable () -> Void {
         eventLoop.preconditionInEventLoop()
-        let ticket = nextWatcher
-        nextWatcher += 1
-        watchers[ticket] = watcher
-        return { [self] in watchers[ticket] = nil }
+        return watchers.add(watcher)
     }
 
     /// A failure of this player, for `error` (of the bus, or of doing `what`).
@@ -247,7 +243,7 @@ final class MPRISPlayer: Player, @unchecked Sendable {
                 // The player is not the agent's: it is left as it is.
                 connection?.close()
                 connection = nil
-                watchers = [:]
+                watchers.removeAll()
             }
         }
     }

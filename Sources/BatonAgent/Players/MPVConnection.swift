@@ -28,15 +28,14 @@ public final class MPVConnection: ChannelInboundHandler, @unchecked Sendable {
 
     private var channel: (any Channel)?
     private var lines = LineBuffer()
-    private var nextID: Int64 = 1
-    private var pending: [Int64: (promise: EventLoopPromise<JSON>, timer: Scheduled<Void>)] = [:]
+    private let calls: PendingCalls<JSON>
     private var failure: MPVError?
     /// Who else hears events (``watchEvents(_:)``), by token.
-    private var watchers: [Int: (MPVEvent) -> Void] = [:]
-    private var nextWatcher = 0
+    private let watchers = Watchers<MPVEvent>()
 
     private init(eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
+        self.calls = PendingCalls(eventLoop: eventLoop)
     }
 
     /// Connects to the mpv listening on `path`, giving up after `timeout`.
@@ -64,16 +63,10 @@ public final class MPVConnection: ChannelInboundHandler, @unchecked Sendable {
         guard isOpen, let channel else {
             return eventLoop.makeFailedFuture(failure ?? MPVError.closed("the connection to mpv is closed"))
         }
-        let id = nextID
-        nextID += 1
-        let promise = eventLoop.makePromise(of: JSON.self)
         let timeout = timeout ?? callTimeout
-        let timer = eventLoop.scheduleTask(in: timeout) { [self] () -> Void in
-            pending.removeValue(forKey: id)?.promise.fail(MPVError.timedOut("mpv did not answer within \(timeout.words)"))
-        }
-        pending[id] = (promise, timer)
+        let (id, answer) = calls.add(timeout: timeout) { MPVError.timedOut("mpv did not answer within \(timeout.words)") }
         channel.writeAndFlush(ByteBuffer(string: MPVMessage.command(arguments, id: id)), promise: nil)
-        return promise.futureResult
+        return answer
     }
 
     /// As ``command(_:timeout:)`` for `get_property`.
@@ -85,10 +78,7 @@ public final class MPVConnection: ChannelInboundHandler, @unchecked Sendable {
     /// ``onEvent``. On the loop.
     func watchEvents(_ handler: @escaping (MPVEvent) -> Void) -> () -> Void {
         eventLoop.preconditionInEventLoop()
-        let token = nextWatcher
-        nextWatcher += 1
-        watchers[token] = handler
-        return { [self] in watchers[token] = nil }
+        return watchers.add(handler)
     }
 
     /// Closes the connection; calls still waiting fail with ``MPVError/closed(_:)``.
@@ -131,12 +121,10 @@ public final class MPVConnection: ChannelInboundHandler, @unchecked Sendable {
     private func handle(_ message: MPVMessage) {
         switch message {
         case .reply(let id, let result):
-            guard let waiting = pending.removeValue(forKey: id) else { return }
-            waiting.timer.cancel()
-            waiting.promise.completeWith(result.mapError { $0 })
+            calls.complete(id, with: result.mapError { $0 })
         case .event(let event):
             onEvent?(event)
-            for watcher in watchers.values { watcher(event) }
+            watchers.tell(event)
         case .other:
             break
         }
@@ -147,16 +135,11 @@ public final class MPVConnection: ChannelInboundHandler, @unchecked Sendable {
         guard isOpen else { return }
         isOpen = false
         failure = reason
-        let waiting = pending.values
-        pending = [:]
-        for call in waiting {
-            call.timer.cancel()
-            call.promise.fail(reason)
-        }
+        calls.failAll(reason)
         channel?.close(promise: nil)
         onClosed?(reason)
         onClosed = nil
         onEvent = nil
-        watchers = [:]
+        watchers.removeAll()
     }
 }

@@ -27,7 +27,7 @@ final class MPVPlayer: Player, @unchecked Sendable {
     /// How long to wait before the next restart.
     private var retry = RetryPause()
     /// Who hears mpv's changes (``watch(_:)``), across its connections.
-    private let watchers = PlayerWatchers()
+    private let watchers = Watchers<PlayerChange>()
 
     /// mpv's `time-pos` moves in steps of 50–100 ms with a null output; a seek answers once
     /// mpv plays from where it landed (4–34 ms from the command).

@@ -23,26 +23,31 @@ public protocol Player: AnyObject, Sendable {
     var eventLoop: any EventLoop { get }
 }
 
-/// Who hears a player's changes (see ``Player/watch(_:)``): handlers by token, confined to the
-/// player's loop.
-final class PlayerWatchers {
-    private var handlers: [Int: (PlayerChange) -> Void] = [:]
+/// Who hears a stream of events (a player's changes, a connection's events or signals): handlers
+/// by token, each told every event until it is removed. Confined to one loop.
+final class Watchers<Event>: @unchecked Sendable {
+    private var handlers: [Int: (Event) -> Void] = [:]
     private var next = 0
 
     /// Whether anyone listens (a player may skip reading its events when nobody does).
     var isEmpty: Bool { handlers.isEmpty }
 
     /// Adds `handler`; the answer removes it.
-    func add(_ handler: @escaping (PlayerChange) -> Void) -> () -> Void {
+    func add(_ handler: @escaping (Event) -> Void) -> @Sendable () -> Void {
         let token = next
         next += 1
         handlers[token] = handler
-        return { [weak self] in self?.handlers[token] = nil }
+        return { [self] in handlers[token] = nil }
     }
 
-    /// Tells every handler `change`.
-    func tell(_ change: PlayerChange) {
-        for handler in handlers.values { handler(change) }
+    /// Tells every handler `event`.
+    func tell(_ event: Event) {
+        for handler in handlers.values { handler(event) }
+    }
+
+    /// Removes every handler.
+    func removeAll() {
+        handlers = [:]
     }
 }
 
