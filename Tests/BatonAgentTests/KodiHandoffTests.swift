@@ -63,4 +63,56 @@ struct KodiHandoffTests {
         try await phone.stop().get()
         try await tv.stop().get()
     }
+
+    @Test("MPD → Kodi → an MPRIS mpv → MPD: each pair's handoff succeeds, each target read on its own interface, each source let go")
+    func acrossKinds() async throws {
+        let kodi = try suiteKodi()
+        try await withMPD { mpd in
+            try await withMPRISMPV { fixture in
+                let (speaker, speakerTarget) = try await HandoffAgents.start("""
+                    device{ name = "Speaker", kind = "speaker" }
+                    app{ id = "mpd", player = { backend = "mpd", address = "127.0.0.1:\(mpd.port)", music_directory = "\(mpd.music)", timeout = 20 } }
+                    """)
+                let (tv, tvTarget) = try await HandoffAgents.start("""
+                    device{ name = "Kodi TV", kind = "tv" }
+                    app{ id = "kodi", player = { backend = "kodi", address = "127.0.0.1:\(kodi.port)", timeout = 20 } }
+                    """)
+                let (laptop, laptopTarget) = try await HandoffAgents.start("""
+                    device{ name = "Laptop", kind = "laptop" }
+                    app{ id = "desktop", player = { backend = "mpris", bus_name = "org.mpris.MediaPlayer2.mpv", bus = "\(fixture.bus.address)", timeout = 10 } }
+                    """)
+                let client = HandoffAgents.client(), options = HandoffAgents.options
+                // A file under MPD's music directory: MPD plays only those, the others any path.
+                let file = mpd.music + "/sweep.flac"
+                #expect(try await HandoffAgents.play(file, from: 10, app: "mpd", on: speakerTarget, with: client) != nil)
+                let own = try await KodiConnection.connect(host: "127.0.0.1", port: kodi.port, on: fixture.loop, timeout: .seconds(20)).get()
+                defer { own.close() }
+
+                let toKodi = await client.handoff(from: speakerTarget, to: tvTarget, options: options)
+                #expect(toKodi.status == .success && abs(toKodi.positionErrorMs ?? 999) <= 250, "\(toKodi.message)")
+                try await expectAdvancing(own)
+                #expect(try await mpd.connection.command("status").get()["state"] == "pause")
+
+                let toMPRIS = await client.handoff(from: tvTarget, to: laptopTarget, options: options)
+                #expect(toMPRIS.status == .success && abs(toMPRIS.positionErrorMs ?? 999) <= 250, "\(toMPRIS.message)")
+                let kodiHeldAt = try await kodiHeld(own)
+                let laptopPlays = try await fixture.ipc.state().get()
+                #expect(kodiHeldAt.speed == 0, "Kodi's speed \(kodiHeldAt.speed): not paused")
+                #expect(!laptopPlays.paused && laptopPlays.uri == file && (laptopPlays.position ?? 0) >= kodiHeldAt.seconds - 0.25, "\(laptopPlays), Kodi held at \(kodiHeldAt.seconds)")
+
+                let toMPD = await client.handoff(from: laptopTarget, to: speakerTarget, options: options)
+                #expect(toMPD.status == .success && abs(toMPD.positionErrorMs ?? 999) <= 250, "\(toMPD.message)")
+                let laptopHeld = try await fixture.ipc.state().get()
+                let status = try await mpd.connection.command("status").get()
+                let elapsed = status["elapsed"].flatMap(Double.init) ?? 0
+                #expect(laptopHeld.paused && status["state"] == "play" && elapsed >= (laptopHeld.position ?? 99) - 0.25, "MPD \(status), laptop \(laptopHeld)")
+                for (name, report) in [("MPD → Kodi", toKodi), ("Kodi → MPRIS", toMPRIS), ("MPRIS → MPD", toMPD)] {
+                    Logger(label: "kodi-handoff").info("\(name): error \(report.positionErrorMs ?? .nan) ms after \(report.seeks) seeks (start \(report.startErrorMs ?? .nan) ms), overlap \(report.overlapMs ?? .nan) ms, latency \(report.latencyMs) ms")
+                }
+                try await speaker.stop().get()
+                try await tv.stop().get()
+                try await laptop.stop().get()
+            }
+        }
+    }
 }
