@@ -65,7 +65,12 @@ local function watch(p)
     for _, fn in ipairs(p.handlers.closed) do fn(why) end
   end
   local reply, status2, detail2, cause2 = conn:send({ command = "watch" })
-  if not reply then return nil, status2, detail2, cause2 end
+  if not reply or reply.error then
+    -- Not watching: nothing is held open for it.
+    p.conn = nil
+    conn:close()
+    if not reply then return nil, status2, detail2, cause2 end
+  end
   return reply
 end
 
@@ -132,11 +137,14 @@ function Player:on(event, fn)
   list[#list + 1] = fn
   if event == "changed" and not self.conn then
     local reply, status, detail, cause = watch(self)
+    if reply and reply.error then
+      status, detail, cause = reply.error, reply.detail, CAUSES[reply.error] or "failed"
+      reply = nil
+    end
     if not reply then
       list[#list] = nil
       return nil, status, detail, cause
     end
-    if reply.error then return nil, reply.error, reply.detail, CAUSES[reply.error] or "failed" end
     return reply
   end
   return true
