@@ -142,9 +142,17 @@ struct PlayerEventsTests {
         await tv.stop()
     }
 
-    @Test("what each bad call gets: a device with no player, an unreachable one, a bad event, a bad argument, a player's own error")
+    @Test("what each bad call gets: a device with no player, an unreachable one, a bad event, a bad argument, a player's own error, a watch its dead player cannot answer")
     func badCalls() async throws {
         let tv = try await PlayerAgent.mpv("Errors TV")
+        let dead = try await PlayerAgent.mpv("Dead TV", executable: "/nonexistent/mpv", waitForPlayer: false)
+        // The watch fails as the player does, and holds nothing open: the run ends.
+        let watched = try await runBaton(["run", "-e", """
+            local p = assert(baton.player("\(dead.address)"))
+            print(p:on("changed", print))
+            """])
+        #expect(watched.code == 0 && watched.stdout.hasPrefix("nil\tplayer_failed\t") && watched.stdout.hasSuffix("\tplayer_failed\n"), "\(watched)")
+        await dead.stop()
         try await withAgent { plain in
             let result = try await runBaton(["run", "-e", """
                 print(baton.player("\(plain.address)"))
