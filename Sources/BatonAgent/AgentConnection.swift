@@ -148,8 +148,10 @@ final class AgentConnection: PeerConnectionDelegate, @unchecked Sendable {
                 guard case .success(let values) = message.values else {
                     return responder.respond(ServiceReply(status: .failure, detail: "bad message"))
                 }
-                native.service.eventLoop.flatSubmit { native.service.serve(values, from: native.channel) }
-                    .hop(to: peer.eventLoop).whenSuccess { responder.respond($0) }
+                // Served on the service's loop: at once when the connection is on it already.
+                let service = native.service, loop = service.eventLoop
+                let answer = loop.inEventLoop ? service.serve(values, from: native.channel) : loop.flatSubmit { service.serve(values, from: native.channel) }
+                answer.hop(to: peer.eventLoop).whenSuccess { responder.respond($0) }
                 return
             }
             connection.agent.serve(channel: self, message: message, responder: responder)

@@ -66,10 +66,10 @@ final class RunningKodi: @unchecked Sendable {
             """.write(toFile: userdata + "/advancedsettings.xml", atomically: true, encoding: .utf8)
         let socket = directory + "/pulse.sock"
         let environment = ["HOME=" + home, "XDG_RUNTIME_DIR=" + directory, "XDG_CONFIG_HOME=" + home + "/.config"]
-        let pulse = try spawnInGroup(
+        let pulse = try spawnChild(
             ["pulseaudio", "-n", "--daemonize=no", "--exit-idle-time=-1", "-L", "module-null-sink sink_name=nullsink",
              "-L", "module-native-protocol-unix auth-anonymous=1 socket=\(socket)"],
-            group: 0, environment: environment, output: directory + "/pulse.log")
+            output: directory + "/pulse.log", environment: environment, group: 0)
         var kodi: RunningKodi? = RunningKodi(directory: directory, port: port, media: media, group: pulse, children: [pulse])
         do {
             let deadline = Date().addingTimeInterval(20)
@@ -79,10 +79,9 @@ final class RunningKodi: @unchecked Sendable {
             }
             // Kodi's own script asks for unlimited core dumps (when gdb is there), and a Kodi
             // that is stopped while it starts can crash: no core, and in the folder if any.
-            let xvfb = try spawnInGroup(
+            let xvfb = try spawnChild(
                 ["sh", "-c", #"cd "$0" && ulimit -c 0 && ulimit -Hc 0 && exec xvfb-run -a kodi --standalone --windowing=x11"#, directory],
-                group: pulse,
-                environment: environment + ["KODI_AE_SINK=PULSE", "PULSE_SERVER=unix:" + socket], output: directory + "/kodi.out")
+                output: directory + "/kodi.out", environment: environment + ["KODI_AE_SINK=PULSE", "PULSE_SERVER=unix:" + socket], group: pulse)
             kodi = RunningKodi(directory: directory, port: port, media: media, group: pulse, children: [pulse, xvfb])
             try await kodi?.waitUntilListening(within: 60)
         } catch {
@@ -168,40 +167,6 @@ final class RunningKodi: @unchecked Sendable {
     }
 }
 
-/// Starts `argv` in process group `group` (0: a new one, led by it) with `environment` added
-/// to this process's, its output to `output`.
-private func spawnInGroup(_ argv: [String], group: pid_t, environment: [String], output: String) throws -> pid_t {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-    posix_spawn_file_actions_addopen(&actions, 2, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-    closeInheritedDescriptors(&actions)
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
-    posix_spawnattr_setpgroup(&attributes, group)
-    let names = Set(environment.map { $0.prefix { $0 != "=" } })
-    var inherited: [String] = []
-    var index = 0
-    while let entry = environ[index] {
-        let text = String(cString: entry)
-        if !names.contains(text.prefix { $0 != "=" }) { inherited.append(text) }
-        index += 1
-    }
-    let cargs = argv.map { strdup($0) } + [nil]
-    let cenv = (inherited + environment).map { strdup($0) } + [nil]
-    defer {
-        for p in cargs { free(p) }
-        for p in cenv { free(p) }
-    }
-    var pid: pid_t = 0
-    let rc = posix_spawnp(&pid, argv[0], &actions, &attributes, cargs, cenv)
-    guard rc == 0 else { throw KodiError.closed("cannot start \(argv[0]): \(String(cString: strerror(rc))) (is it installed? scripts/test installs it)") }
-    return pid
-}
 
 /// Runs a suite around one real Kodi (``RunningKodi/current`` inside it), started before its
 /// first test and stopped after its last: Kodi takes seconds to start.

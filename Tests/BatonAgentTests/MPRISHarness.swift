@@ -10,7 +10,7 @@ import Testing
 /// join), listening in `directory`, stopped at the end. Run as `user` if given (VLC refuses
 /// root, and a bus of its user's lets root's client in by the policy below).
 struct TestBus {
-    let process: TestProcess
+    let process: Spawned
     let address: String
 
     /// Starts one in `directory`; its address is given without the bus's guid, so a client may
@@ -34,7 +34,7 @@ struct TestBus {
         </busconfig>
         """.write(toFile: config, atomically: true, encoding: .utf8)
         let output = directory + "/" + name
-        let process = try TestProcess((user?.prefix ?? []) + ["dbus-daemon", "--config-file=\(config)", "--nofork", "--print-address=1"], output: output)
+        let process = try Spawned((user?.prefix ?? []) + ["dbus-daemon", "--config-file=\(config)", "--nofork", "--print-address=1"], output: output)
         // It prints its address once it listens.
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
@@ -60,7 +60,7 @@ struct TestUser {
 
     static func ensure() async throws -> TestUser {
         if getpwnam(name) == nil {
-            let made = try TestProcess(["useradd", "--system", "-M", "-s", "/usr/sbin/nologin", name])
+            let made = try Spawned(["useradd", "--system", "-M", "-s", "/usr/sbin/nologin", name])
             let status = await made.wait()
             guard status == 0 || getpwnam(name) != nil else { throw MPRISError.closed("useradd \(name) exited with \(status)") }
         }
@@ -79,8 +79,8 @@ let mprisPlugin = ["/usr/lib/mpv-mpris/mpris.so", "/etc/mpv/scripts/mpris.so", "
     .first { FileManager.default.fileExists(atPath: $0) } ?? "/usr/lib/mpv-mpris/mpris.so"
 
 /// Starts a headless mpv with mpv-mpris on `bus` (its JSON IPC at `socket` too).
-func startMPRISMPV(bus: TestBus, socket: String, output: String) throws -> TestProcess {
-    try TestProcess([
+func startMPRISMPV(bus: TestBus, socket: String, output: String) throws -> Spawned {
+    try Spawned([
         "env", "DBUS_SESSION_BUS_ADDRESS=\(bus.address)", "mpv", "--idle", "--no-config", "--load-scripts=no",
         "--script=\(mprisPlugin)", "--no-video", "--ao=null", "--input-ipc-server=\(socket)",
     ], output: output)
@@ -88,8 +88,8 @@ func startMPRISMPV(bus: TestBus, socket: String, output: String) throws -> TestP
 
 /// Starts a headless VLC as `user` on `bus`: the dummy interface, D-Bus control, and ALSA's null
 /// device (a mixer of VLC's own, so its volume works, unlike `--aout dummy`).
-func startVLC(bus: TestBus, user: TestUser, home: String, output: String) throws -> TestProcess {
-    try TestProcess(user.prefix + [
+func startVLC(bus: TestBus, user: TestUser, home: String, output: String) throws -> Spawned {
+    try Spawned(user.prefix + [
         "env", "HOME=\(home)", "DBUS_SESSION_BUS_ADDRESS=\(bus.address)", "cvlc", "-I", "dummy", "--control", "dbus",
         "--aout", "alsa", "--alsa-audio-device=null", "--no-video",
     ], output: output)
@@ -113,7 +113,7 @@ func waitOnBus(_ player: MPRISPlayer) async -> Bool {
 /// a player attached to it, and the test media; all stopped at the end.
 struct MPRISMPVFixture {
     let bus: TestBus
-    let mpv: TestProcess
+    let mpv: Spawned
     let ipc: MPVConnection
     let player: MPRISPlayer
     let media: TestMedia
@@ -197,67 +197,3 @@ func playRequest(_ uri: String, from position: Double, paused: Bool = false, mut
     PlaybackCommand.PlayRequest(queue: [uri], index: 0, position: position, paused: paused, volume: volume, muted: muted)
 }
 
-/// A child process of a test's, started with posix_spawn with every signal unblocked and at
-/// its default (the test runner's threads block some, and a child would inherit that: mpv and
-/// dbus-daemon then ignore SIGTERM), its output to `output`; waited for without blocking a thread.
-final class TestProcess: @unchecked Sendable {
-    let pid: pid_t
-    private let lock = NSLock()
-    private var status: Int32?
-
-    init(_ argv: [String], output: String = "/dev/null") throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        closeInheritedDescriptors(&actions)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t(), all = sigset_t()
-        sigemptyset(&none)
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let cargs = argv.map { strdup($0) } + [nil]
-        defer { for p in cargs { free(p) } }
-        var pid: pid_t = 0
-        let rc = posix_spawnp(&pid, argv[0], &actions, &attributes, cargs, environ)
-        guard rc == 0 else { throw MPRISError.closed("cannot start \(argv[0]): \(String(cString: strerror(rc)))") }
-        self.pid = pid
-    }
-
-    /// Its exit status if it has exited (then it is reaped), else nil.
-    var exited: Int32? {
-        lock.withLock {
-            if status == nil {
-                var raw: Int32 = 0
-                if waitpid(pid, &raw, WNOHANG) == pid { status = raw & 0x7f == 0 ? (raw >> 8) & 0xff : 128 + raw & 0x7f }
-            }
-            return status
-        }
-    }
-
-    /// Its exit status, once it exits.
-    func wait() async -> Int32 {
-        while true {
-            if let exited { return exited }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-    }
-
-    /// SIGTERM, then SIGKILL if it is still there after 5 s; reaped.
-    func stop() async {
-        guard exited == nil else { return }
-        kill(pid, SIGTERM)
-        let deadline = Date().addingTimeInterval(5)
-        while exited == nil, Date() < deadline { try? await Task.sleep(for: .milliseconds(10)) }
-        if exited == nil {
-            kill(pid, SIGKILL)
-            _ = await wait()
-        }
-    }
-}

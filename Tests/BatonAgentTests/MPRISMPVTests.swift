@@ -127,7 +127,7 @@ struct MPRISMPVTests {
             let again = try await fixture.player.play(playRequest(fixture.media.sweep, from: 8)).get()
             expectStarted(from: 8, at: again.position, after: again.at.timeIntervalSince(asked))
             let other = fixture.media.directory + "/other.flac"
-            let sox = try TestProcess(["sox", "-n", "-r", "44100", "-c", "1", other, "synth", "20", "sine", "440"])
+            let sox = try Spawned(["sox", "-n", "-r", "44100", "-c", "1", other, "synth", "20", "sine", "440"])
             #expect(await sox.wait() == 0)
             let replaced = Date()
             let proof = try await fixture.player.play(playRequest(other, from: 4)).get()

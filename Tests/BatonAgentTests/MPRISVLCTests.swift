@@ -90,7 +90,7 @@ struct MPRISVLCTests {
 /// test's, and the media (readable by VLC's user); all stopped at the end.
 struct VLCFixture {
     let bus: TestBus
-    let vlc: TestProcess
+    let vlc: Spawned
     let player: MPRISPlayer
     let raw: MPRISConnection
     let media: TestMedia

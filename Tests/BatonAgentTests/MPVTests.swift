@@ -327,27 +327,15 @@ func eventually(_ condition: () async -> Bool) async -> Bool {
     return await condition()
 }
 
-/// A child process started with posix_spawn (output to `output`), waited for without blocking
-/// a thread: the test runner's threads are few.
+/// A child process of a test's (see ``spawnChild(_:output:environment:group:)``), waited for
+/// without blocking a thread: the test runner's threads are few.
 final class Spawned: @unchecked Sendable {
     let pid: pid_t
     private let lock = NSLock()
     private var status: Int32?
 
     init(_ argv: [String], output: String = "/dev/null") throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        closeInheritedDescriptors(&actions)
-        let cargs = argv.map { strdup($0) } + [nil]
-        defer { for p in cargs { free(p) } }
-        var pid: pid_t = 0
-        let rc = posix_spawnp(&pid, argv[0], &actions, nil, cargs, environ)
-        guard rc == 0 else { throw MPVError.closed("cannot start \(argv[0]): \(String(cString: strerror(rc)))") }
-        self.pid = pid
+        pid = try spawnChild(argv, output: output)
     }
 
     /// Its exit status if it has exited (then it is reaped), else nil.

@@ -56,7 +56,7 @@ final class KodiPlayer: Player, @unchecked Sendable {
     private var connecting: EventLoopFuture<KodiConnection>?
     private var stopping = false
     /// How long to wait before the next try to connect (see ``RetryPause``).
-    private var retry = RetryPause()
+    private let retry = RetryPause()
 
     init(host: String, port: Int, on eventLoop: any EventLoop, logger: Logger) {
         self.host = host
@@ -118,14 +118,8 @@ final class KodiPlayer: Player, @unchecked Sendable {
 
     /// Connects again after a pause that grows with each failure, until Kodi answers.
     private func reconnect() {
-        guard !stopping else { return }
-        let pause = retry.next()
-        eventLoop.scheduleTask(in: pause) { [self] () -> Void in
-            guard !stopping, connection == nil else { return }
-            connect().whenFailure { [self] error in
-                logger.info("Kodi is still not available", metadata: ["reason": "\(ErrorWords.of(error))", "next try in": "\(retry.following.words)"])
-                reconnect()
-            }
+        retry.retry(on: eventLoop, while: { [self] in !stopping && connection == nil }, { [self] in connect() }) { [self] error in
+            logger.info("Kodi is still not available", metadata: ["reason": "\(ErrorWords.of(error))", "next try in": "\(retry.following.words)"])
         }
     }
 

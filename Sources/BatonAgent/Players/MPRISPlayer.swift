@@ -32,7 +32,7 @@ final class MPRISPlayer: Player, @unchecked Sendable {
     private var connecting: EventLoopFuture<MPRISConnection>?
     private var stopping = false
     /// How long to wait before making a lost bus connection again.
-    private var retry = RetryPause()
+    private let retry = RetryPause()
     /// The player's `Identity` (`mpv`, `VLC media player`), read when it is found on the bus.
     private(set) var identity: String?
     /// Who is told of the player's signals, by ticket.
@@ -126,14 +126,8 @@ final class MPRISPlayer: Player, @unchecked Sendable {
     }
 
     private func reconnect() {
-        guard !stopping else { return }
-        let pause = retry.next()
-        eventLoop.scheduleTask(in: pause) { [self] () -> Void in
-            guard !stopping, connection == nil else { return }
-            connect().whenFailure { [self] error in
-                logger.error("cannot reach the bus again", metadata: ["player": "\(busName)", "reason": "\(error)", "next try in": "\(retry.following.words)"])
-                reconnect()
-            }
+        retry.retry(on: eventLoop, while: { [self] in !stopping && connection == nil }, { [self] in connect() }) { [self] error in
+            logger.error("cannot reach the bus again", metadata: ["player": "\(busName)", "reason": "\(error)", "next try in": "\(retry.following.words)"])
         }
     }
 

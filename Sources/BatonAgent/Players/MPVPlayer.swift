@@ -25,7 +25,7 @@ final class MPVPlayer: Player, @unchecked Sendable {
     private var process: MPVProcess?
     private var stopping = false
     /// How long to wait before the next restart.
-    private var retry = RetryPause()
+    private let retry = RetryPause()
     /// Who hears mpv's changes (``watch(_:)``), across its connections.
     private let watchers = Watchers<PlayerChange>()
 
@@ -124,14 +124,8 @@ final class MPVPlayer: Player, @unchecked Sendable {
 
     /// Connects again after a pause that grows with each failure, until mpv answers.
     private func restart() {
-        guard !stopping else { return }
-        let pause = retry.next()
-        eventLoop.scheduleTask(in: pause) { [self] () -> Void in
-            guard !stopping, connection == nil else { return }
-            connect().whenFailure { [self] error in
-                logger.error("cannot start mpv again", metadata: ["reason": "\(error)", "next try in": "\(retry.following.words)"])
-                restart()
-            }
+        retry.retry(on: eventLoop, while: { [self] in !stopping && connection == nil }, { [self] in connect() }) { [self] error in
+            logger.error("cannot start mpv again", metadata: ["reason": "\(error)", "next try in": "\(retry.following.words)"])
         }
     }
 

@@ -17,7 +17,9 @@ final class PlaybackService: NativeService, @unchecked Sendable {
     /// the deadline keeps a caller that never answers from holding requests open).
     static let pushTimeout: TimeAmount = .seconds(5)
     /// The channels that watch, and how to stop telling each.
-    private var watching: [ObjectIdentifier: () -> Void] = [:]
+    private var watching: [ObjectIdentifier: NativeChannel] = [:]
+    /// Stops hearing the player's changes; set while any channel watches.
+    private var stopHearing: (() -> Void)?
 
     init(player: any Player, media: MediaSharing) {
         self.player = player
@@ -40,7 +42,7 @@ final class PlaybackService: NativeService, @unchecked Sendable {
                 watch(channel)
                 answer = player.state().map(\.message)
             case .unwatch:
-                watching.removeValue(forKey: ObjectIdentifier(channel))?()
+                closed(channel)
                 answer = player.state().map(\.message)
             case .share(let request):
                 answer = share(request)
@@ -54,7 +56,11 @@ final class PlaybackService: NativeService, @unchecked Sendable {
     }
 
     func closed(_ channel: NativeChannel) {
-        watching.removeValue(forKey: ObjectIdentifier(channel))?()
+        watching[ObjectIdentifier(channel)] = nil
+        if watching.isEmpty {
+            stopHearing?()
+            stopHearing = nil
+        }
     }
 
     /// Serves the file the player has loaded (or queued) to the request's client: only what
@@ -82,16 +88,18 @@ final class PlaybackService: NativeService, @unchecked Sendable {
 
     /// Tells `channel` each change from now on (once, however often it asks).
     private func watch(_ channel: NativeChannel) {
-        let key = ObjectIdentifier(channel)
-        guard watching[key] == nil else { return }
-        watching[key] = player.watch { [self, player] change in
-            // The state after the change, read now; one the player cannot give is sent as
-            // nothing but the date.
-            player.state().whenComplete { result in
-                let state = (try? result.get()) ?? PlaybackState(at: Date())
-                channel.send(change.message(state: state), Self.pushTimeout).hop(to: self.eventLoop).whenSuccess { reply in
-                    // A channel gone without word (its connection dropped) is watched no more.
-                    if reply.status == .appServiceConnectionClosed { self.closed(channel) }
+        watching[ObjectIdentifier(channel)] = channel
+        guard stopHearing == nil else { return }
+        stopHearing = player.watch { [self] change in
+            // The state after the change, read once for every watcher; one the player cannot
+            // give is sent as nothing but the date.
+            player.state().hop(to: eventLoop).whenComplete { [self] result in
+                let message = change.message(state: (try? result.get()) ?? PlaybackState(at: Date()))
+                for channel in watching.values {
+                    channel.send(message, Self.pushTimeout).hop(to: eventLoop).whenSuccess { [self] reply in
+                        // A channel gone without word (its connection dropped) is watched no more.
+                        if reply.status == .appServiceConnectionClosed { closed(channel) }
+                    }
                 }
             }
         }

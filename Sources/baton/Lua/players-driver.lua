@@ -48,7 +48,19 @@ local function show(dev, event)
     return
   end
   for _, p in ipairs(found) do
-    local state, status, detail = p:state()
+    -- Watching, the state printed is the one the watch began with: no change after it is missed.
+    local state, status, detail
+    if options.watch then
+      state, status, detail = p:on("changed", function(change, now)
+        if options.json then
+          out(json(dev, p.app, now, { event = "changed", change = change }))
+        else
+          out(text(dev, p.app, now, change))
+        end
+      end)
+    else
+      state, status, detail = p:state()
+    end
     if not state then
       baton.log.warn(tostring(p) .. ": " .. tostring(status) .. ": " .. tostring(detail))
     elseif options.json and not options.watch then
@@ -57,15 +69,6 @@ local function show(dev, event)
       out(json(dev, p.app, state, { event = event }))
     else
       out(text(dev, p.app, state, options.watch and event or nil))
-    end
-    if options.watch then
-      assert(p:on("changed", function(change, now)
-        if options.json then
-          out(json(dev, p.app, now, { event = "changed", change = change }))
-        else
-          out(text(dev, p.app, now, change))
-        end
-      end))
     end
   end
 end
